@@ -1,0 +1,82 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import type { Ajv } from 'ajv'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { LoggerOptions } from 'pino'
+import type { Config } from './config.js'
+import { createCursorCodec } from './core/cursor.js'
+import { registerAuth } from './http/plugins/auth.js'
+import { registerErrorHandling } from './http/plugins/errors.js'
+import { MAX_BODY_BYTES, registerJsonBodyParser } from './http/plugins/json-body.js'
+import { registerOpenApi } from './http/plugins/openapi.js'
+import { docsRoutes } from './http/routes/docs.js'
+import { petRoutes } from './http/routes/pets.js'
+import { storeOrderRoutes } from './http/routes/store-orders.js'
+import { KeyVerifier } from './services/key-verifier.js'
+import { PetCatalog } from './services/pet-catalog.js'
+import type { Store } from './storage/store.js'
+
+export interface BuildAppOptions {
+  config: Readonly<Config>
+  store: Store
+  /** A ready logger; by default one is built from config.logLevel. */
+  logger?: FastifyBaseLogger
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+export function loggerOptions (config: Readonly<Config>): LoggerOptions {
+  return {
+    level: config.logLevel,
+    // Keys travel only in this header; nothing else in a request carries secrets.
+    redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
+  }
+}
+
+/** Builds the HTTP application around an open, migrated store; never listens. */
+export async function buildApp ({ config, store, logger }: BuildAppOptions): Promise<FastifyInstance> {
+  const options: FastifyServerOptions = {
+    bodyLimit: MAX_BODY_BYTES,
+    requestIdHeader: false,
+    requestIdLogLabel: 'requestId',
+    genReqId: (request) => {
+      const given = request.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    disableRequestLogging: true,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    ajv: {
+      // CONTRACT.md: no type coercion, no silently removed properties.
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true },
+      plugins: [(ajv: Ajv) => ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) })]
+    }
+  }
+  const app = logger ? Fastify({ ...options, loggerInstance: logger }) : Fastify({ ...options, logger: loggerOptions(config) })
+
+  const verifier = new KeyVerifier(store.apiKeys, (error) => app.log.error({ err: error }, 'API key bookkeeping failed'))
+  await verifier.start()
+  app.addHook('onClose', async () => verifier.close())
+
+  const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed')
+  })
+
+  registerErrorHandling(app)
+  registerAuth(app, verifier)
+  registerJsonBodyParser(app)
+  await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, stagingBaseUrl: config.stagingBaseUrl })
+
+  await app.register(petRoutes, {
+    catalog: new PetCatalog(store.pets),
+    cursors: createCursorCodec(cursorSecret),
+    linkBase: config.publicBaseUrl ?? '/v1'
+  })
+  await app.register(storeOrderRoutes)
+  await app.register(docsRoutes)
+  return app
+}

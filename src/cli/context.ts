@@ -1,0 +1,14 @@
+export interface CliContext {
+  env: Record<string, string | undefined>
+  stdout: (line: string) => void
+  stderr: (line: string) => void
+}
+
+/** A failure explained to the user: printed on stderr, exit code 1, no stack trace. */
+export class CliError extends Error {}
+
+export interface Command {
+  usage: string
+  summary: string
+  run: (args: string[], context: CliContext) => Promise<number>
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+import { runCli } from './run-cli.js'
+
+process.exitCode = await runCli(process.argv.slice(2), {
+  env: process.env,
+  stdout: (text) => process.stdout.write(text + '\n'),
+  stderr: (text) => process.stderr.write(text + '\n')
+})

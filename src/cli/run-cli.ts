@@ -1,0 +1,68 @@
+import { ConfigError } from '../config.js'
+import { AccountsError } from '../services/accounts.js'
+import { DuplicateEmailError } from '../storage/store.js'
+import { accountsCreate } from './commands/accounts.js'
+import { keysCreate, keysList, keysRevoke } from './commands/keys.js'
+import { migrate } from './commands/migrate.js'
+import { serveCommand } from './commands/serve.js'
+import { CliError, type CliContext, type Command } from './context.js'
+
+const COMMANDS: Record<string, Command> = {
+  serve: serveCommand,
+  migrate,
+  'accounts create': accountsCreate,
+  'keys create': keysCreate,
+  'keys list': keysList,
+  'keys revoke': keysRevoke
+}
+
+function overview (): string {
+  const lines = Object.values(COMMANDS).map((command) => `  ${command.usage.padEnd(56)} ${command.summary}`)
+  return [
+    'Usage: animal-store <command> [options]',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    'Every command reads the same environment as the server (DATABASE_URL, …) and accepts --help.'
+  ].join('\n')
+}
+
+/** Runs one CLI invocation and returns its exit code. */
+export async function runCli (argv: string[], context: CliContext): Promise<number> {
+  const [first, second] = argv
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    context.stdout(overview())
+    return first === undefined ? 1 : 0
+  }
+  const name = COMMANDS[first] ? first : `${first} ${second ?? ''}`
+  const command = COMMANDS[name]
+  if (command === undefined) {
+    const group = Object.keys(COMMANDS).filter((key) => key.startsWith(`${first} `))
+    if (group.length > 0 && (second === undefined || second === '--help' || second === '-h')) {
+      context.stdout(['Usage:', ...group.map((key) => `  ${COMMANDS[key]?.usage ?? key}  ${COMMANDS[key]?.summary ?? ''}`)].join('\n'))
+      return second === undefined ? 1 : 0
+    }
+    context.stderr(`unknown command: ${argv.join(' ')}\n\n${overview()}`)
+    return 1
+  }
+  const args = argv.slice(name.split(' ').length)
+  if (args.includes('--help') || args.includes('-h')) {
+    context.stdout(`Usage: ${command.usage}\n\n${command.summary}`)
+    return 0
+  }
+  try {
+    return await command.run(args, context)
+  } catch (error) {
+    if (error instanceof CliError || error instanceof AccountsError || error instanceof DuplicateEmailError || error instanceof ConfigError) {
+      context.stderr(`error: ${error.message}`)
+      return 1
+    }
+    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      context.stderr(`error: ${error.message}\nUsage: ${command.usage}`)
+      return 1
+    }
+    context.stderr(`error: ${(error as Error).message}`)
+    return 1
+  }
+}

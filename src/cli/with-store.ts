@@ -1,0 +1,16 @@
+import { loadConfig } from '../config.js'
+import { openStore } from '../storage/open-store.js'
+import type { Store } from '../storage/store.js'
+import type { CliContext } from './context.js'
+
+/** Opens the configured database, brought up to date, for the length of one command. */
+export async function withStore<T> (context: CliContext, work: (store: Store) => Promise<T>): Promise<T> {
+  const config = loadConfig(context.env)
+  const store = await openStore(config.storage)
+  try {
+    await store.migrate()
+    return await work(store)
+  } finally {
+    await store.close()
+  }
+}

@@ -1,0 +1,55 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { ConfigError, loadConfig } from './config.js'
+
+test('loadConfig applies the documented defaults', () => {
+  assert.deepEqual(loadConfig({}), {
+    host: '0.0.0.0',
+    port: 8080,
+    storage: { engine: 'sqlite', path: './data/animal-store.sqlite' },
+    publicBaseUrl: undefined,
+    stagingBaseUrl: undefined,
+    logLevel: 'info'
+  })
+})
+
+test('loadConfig reads every variable', () => {
+  const config = loadConfig({
+    HOST: '127.0.0.1',
+    PORT: '9000',
+    DATABASE_URL: 'sqlite:/var/lib/animal-store/db.sqlite',
+    PUBLIC_BASE_URL: 'https://api.example.com/v1/',
+    STAGING_BASE_URL: 'https://staging.example.com/v1',
+    LOG_LEVEL: 'warn'
+  })
+  assert.equal(config.host, '127.0.0.1')
+  assert.equal(config.port, 9000)
+  assert.deepEqual(config.storage, { engine: 'sqlite', path: '/var/lib/animal-store/db.sqlite' })
+  assert.equal(config.publicBaseUrl, 'https://api.example.com/v1')
+  assert.equal(config.stagingBaseUrl, 'https://staging.example.com/v1')
+  assert.equal(config.logLevel, 'warn')
+  assert.ok(Object.isFrozen(config))
+})
+
+test('loadConfig recognises PostgreSQL URLs', () => {
+  assert.deepEqual(loadConfig({ DATABASE_URL: 'postgresql://u@h/db' }).storage, { engine: 'postgres', url: 'postgresql://u@h/db' })
+  assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).storage, { engine: 'postgres', url: 'postgres://u@h/db' })
+})
+
+test('loadConfig names every bad variable and hides passwords', () => {
+  assert.throws(
+    () => loadConfig({ PORT: '80a', DATABASE_URL: 'mysql://u:secret@h/db', LOG_LEVEL: 'loud', PUBLIC_BASE_URL: 'ftp://x' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      assert.equal(error.problems.length, 4)
+      assert.match(error.message, /PORT="80a"/)
+      assert.match(error.message, /DATABASE_URL=/)
+      assert.doesNotMatch(error.message, /secret/)
+      assert.match(error.message, /LOG_LEVEL="loud"/)
+      assert.match(error.message, /PUBLIC_BASE_URL/)
+      return true
+    }
+  )
+  assert.throws(() => loadConfig({ PORT: '70000' }), /PORT/)
+  assert.throws(() => loadConfig({ DATABASE_URL: 'sqlite:' }), /DATABASE_URL/)
+})

@@ -1,0 +1,101 @@
+export type StorageLocation =
+  | { engine: 'sqlite', path: string }
+  | { engine: 'postgres', url: string }
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = typeof LOG_LEVELS[number]
+
+export interface Config {
+  /** Address the HTTP server binds to. */
+  host: string
+  /** TCP port; 0 picks a free one. */
+  port: number
+  storage: StorageLocation
+  /** Absolute base URL of the production API, ending in /v1; the OpenAPI document lists it as a server. */
+  publicBaseUrl: string | undefined
+  /** Absolute base URL of the staging API, ending in /v1. */
+  stagingBaseUrl: string | undefined
+  logLevel: LogLevel
+}
+
+export const DEFAULT_SQLITE_PATH = './data/animal-store.sqlite'
+
+export class ConfigError extends Error {
+  constructor (readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`)
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+/** Reads the environment into a frozen Config; throws ConfigError naming every bad variable. */
+export function loadConfig (env: Env): Readonly<Config> {
+  const problems: string[] = []
+  const fail = (variable: string, accepts: string, value: string): undefined => {
+    problems.push(`${variable}=${JSON.stringify(value)} is invalid: ${accepts}`)
+    return undefined
+  }
+
+  const host = readHost(env.HOST, fail)
+  const port = readPort(env.PORT, fail)
+  const storage = readStorage(env.DATABASE_URL, fail)
+  const publicBaseUrl = readBaseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL, fail)
+  const stagingBaseUrl = readBaseUrl('STAGING_BASE_URL', env.STAGING_BASE_URL, fail)
+  const logLevel = readLogLevel(env.LOG_LEVEL, fail)
+
+  if (problems.length > 0) throw new ConfigError(problems)
+  return Object.freeze({
+    host: host ?? '0.0.0.0',
+    port: port ?? 8080,
+    storage: storage ?? { engine: 'sqlite' as const, path: DEFAULT_SQLITE_PATH },
+    publicBaseUrl,
+    stagingBaseUrl,
+    logLevel: logLevel ?? 'info'
+  })
+}
+
+type Fail = (variable: string, accepts: string, value: string) => undefined
+
+function readHost (value: string | undefined, fail: Fail): string | undefined {
+  if (value === undefined || value === '') return undefined
+  return /^[0-9A-Za-z.:[\]-]+$/.test(value) ? value : fail('HOST', 'expected a host name or IP address', value)
+}
+
+function readPort (value: string | undefined, fail: Fail): number | undefined {
+  if (value === undefined || value === '') return undefined
+  const port = Number(value)
+  return /^[0-9]{1,5}$/.test(value) && port <= 65535 ? port : fail('PORT', 'expected an integer from 0 to 65535', value)
+}
+
+function readStorage (value: string | undefined, fail: Fail): StorageLocation | undefined {
+  if (value === undefined || value === '') return undefined
+  if (value.startsWith('sqlite:')) {
+    const path = value.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
+    return path === '' ? fail('DATABASE_URL', 'sqlite: needs a file path, as in sqlite:./data/animal-store.sqlite', value) : { engine: 'sqlite', path }
+  }
+  if (/^postgres(ql)?:\/\/./.test(value)) return { engine: 'postgres', url: value }
+  return fail('DATABASE_URL', 'expected sqlite:<path>, postgres://… or postgresql://…', redactUrl(value))
+}
+
+function readBaseUrl (variable: string, value: string | undefined, fail: Fail): string | undefined {
+  if (value === undefined || value === '') return undefined
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return fail(variable, 'expected an absolute http(s) URL such as https://api.example.com/v1', value)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail(variable, 'expected an http or https URL', value)
+  if (url.search !== '' || url.hash !== '') return fail(variable, 'expected a URL without query or fragment', value)
+  return value.replace(/\/+$/, '')
+}
+
+function readLogLevel (value: string | undefined, fail: Fail): LogLevel | undefined {
+  if (value === undefined || value === '') return undefined
+  return (LOG_LEVELS as readonly string[]).includes(value) ? value as LogLevel : fail('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}`, value)
+}
+
+/** Hides a password in a connection string before it is shown anywhere. */
+export function redactUrl (value: string): string {
+  return value.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1****@')
+}

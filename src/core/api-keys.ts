@@ -1,0 +1,77 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { crc32 } from 'node:zlib'
+
+/**
+ * API key format: `ask_` + 32 random base62 characters + 6 base62 characters of the
+ * CRC-32 of the random part. The prefix lets secret scanners find leaked keys; the
+ * checksum lets the server refuse a mistyped or invented key without a lookup.
+ */
+export const API_KEY_PREFIX = 'ask_'
+const RANDOM_LENGTH = 32
+const CHECKSUM_LENGTH = 6
+/** How much of a key is stored and shown to identify it: the type prefix and 8 random characters. */
+const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 8
+const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`)
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+
+export function randomBase62 (length: number): string {
+  let out = ''
+  while (out.length < length) {
+    for (const byte of randomBytes(length)) {
+      // 248 = 4 * 62: dropping bytes above it keeps every character equally likely.
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62]
+    }
+  }
+  return out
+}
+
+function base62Fixed (value: number, length: number): string {
+  let out = ''
+  for (let i = 0; i < length; i++) {
+    out = BASE62[value % 62] + out
+    value = Math.floor(value / 62)
+  }
+  return out
+}
+
+function checksumOf (random: string): string {
+  return base62Fixed(crc32(random), CHECKSUM_LENGTH)
+}
+
+export interface GeneratedApiKey {
+  /** The secret, shown once to its owner and never stored. */
+  key: string
+  hash: string
+  prefix: string
+}
+
+export function generateApiKey (): GeneratedApiKey {
+  const random = randomBase62(RANDOM_LENGTH)
+  const key = API_KEY_PREFIX + random + checksumOf(random)
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, DISPLAY_PREFIX_LENGTH) }
+}
+
+/** True when the text has the shape and checksum of a key this service could have issued. */
+export function isWellFormedApiKey (text: string): boolean {
+  if (!API_KEY_PATTERN.test(text)) return false
+  const random = text.slice(API_KEY_PREFIX.length, API_KEY_PREFIX.length + RANDOM_LENGTH)
+  return text.slice(-CHECKSUM_LENGTH) === checksumOf(random)
+}
+
+/** Keys are stored as SHA-256 digests: looking one up by digest reveals nothing about the secret. */
+export function hashApiKey (key: string): string {
+  return createHash('sha256').update(key).digest('hex')
+}
+
+export function newKeyId (): string {
+  return 'key_' + randomBase62(16)
+}
+
+/** Parses an Authorization header value; the scheme is case-insensitive (RFC 7235). */
+export function bearerTokenOf (authorization: string | undefined): { token?: string, scheme: 'none' | 'other' | 'bearer' } {
+  if (authorization === undefined || authorization === '') return { scheme: 'none' }
+  const match = /^bearer +([^ ]+) *$/i.exec(authorization)
+  if (match) return { scheme: 'bearer', token: match[1] }
+  return /^bearer\b/i.test(authorization) ? { scheme: 'bearer' } : { scheme: 'other' }
+}

@@ -1,0 +1,29 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createCursorCodec, InvalidCursorError } from './cursor.js'
+
+const codec = createCursorCodec('test-secret')
+
+test('a cursor decodes to the position it was made from', () => {
+  assert.deepEqual(codec.decode(codec.encode({ afterId: 42, status: 'sold' })), { afterId: 42, status: 'sold' })
+  assert.deepEqual(codec.decode(codec.encode({ afterId: 7, status: undefined })), { afterId: 7, status: undefined })
+})
+
+test('a cursor made with another secret is refused', () => {
+  const foreign = createCursorCodec('other-secret').encode({ afterId: 42, status: undefined })
+  assert.throws(() => codec.decode(foreign), InvalidCursorError)
+})
+
+test('a tampered cursor is refused', () => {
+  const cursor = codec.encode({ afterId: 42, status: undefined })
+  const [, mac] = cursor.split('.')
+  const forged = `${Buffer.from('43.').toString('base64url')}.${mac}`
+  assert.throws(() => codec.decode(forged), InvalidCursorError)
+  assert.throws(() => codec.decode(cursor.slice(0, -2)), InvalidCursorError)
+})
+
+test('malformed cursors are refused', () => {
+  for (const cursor of ['', '.', 'abc', 'a.b.c', '%%%.###', 'x'.repeat(500)]) {
+    assert.throws(() => codec.decode(cursor), InvalidCursorError, cursor)
+  }
+})

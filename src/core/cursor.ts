@@ -1,0 +1,47 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+
+/**
+ * Keyset cursors: the id of the last animal of the previous page and the status filter
+ * it was made for, signed so that a client cannot forge a position or reuse a cursor
+ * under another filter without the server noticing.
+ */
+export interface CursorPosition {
+  afterId: number
+  status: string | undefined
+}
+
+export class InvalidCursorError extends Error {}
+
+const MAC_BYTES = 16
+
+export interface CursorCodec {
+  encode (position: CursorPosition): string
+  /** Throws InvalidCursorError for anything this server did not issue. */
+  decode (cursor: string): CursorPosition
+}
+
+export function createCursorCodec (secret: string): CursorCodec {
+  const mac = (payload: string): Buffer =>
+    createHmac('sha256', secret).update(payload).digest().subarray(0, MAC_BYTES)
+
+  return {
+    encode ({ afterId, status }) {
+      const payload = `${afterId}.${status ?? ''}`
+      return `${Buffer.from(payload).toString('base64url')}.${mac(payload).toString('base64url')}`
+    },
+    decode (cursor) {
+      const parts = cursor.split('.')
+      if (parts.length !== 2 || cursor.length > 200) throw new InvalidCursorError('malformed')
+      const [encodedPayload = '', encodedMac = ''] = parts
+      const payload = Buffer.from(encodedPayload, 'base64url').toString()
+      const presented = Buffer.from(encodedMac, 'base64url')
+      if (presented.length !== MAC_BYTES || !timingSafeEqual(presented, mac(payload))) {
+        throw new InvalidCursorError('signature mismatch')
+      }
+      const match = /^([1-9][0-9]{0,15})\.([a-z]*)$/.exec(payload)
+      const afterId = match ? Number(match[1]) : NaN
+      if (!match || !Number.isSafeInteger(afterId)) throw new InvalidCursorError('malformed payload')
+      return { afterId, status: match[2] === '' ? undefined : match[2] }
+    }
+  }
+}

@@ -1,0 +1,51 @@
+export const STATUS_BY_CODE = {
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  not_implemented: 501,
+  service_unavailable: 503
+} as const
+
+export type ErrorCode = keyof typeof STATUS_BY_CODE
+
+export interface ErrorBody {
+  code: ErrorCode
+  message: string
+  status: number
+}
+
+/** An error whose message is safe to show to the client that caused it. */
+export class ApiError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+
+  constructor (code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message)
+    this.name = 'ApiError'
+    this.code = code
+    this.status = STATUS_BY_CODE[code]
+    this.headers = headers
+  }
+
+  static invalidRequest (message: string): ApiError {
+    return new ApiError('invalid_request', message)
+  }
+
+  static notFound (message: string): ApiError {
+    return new ApiError('not_found', message)
+  }
+
+  static unsupportedMediaType (message: string): ApiError {
+    return new ApiError('unsupported_media_type', message)
+  }
+
+  toBody (): ErrorBody {
+    return { code: this.code, message: this.message, status: this.status }
+  }
+}

@@ -1,0 +1,35 @@
+import type { PetStatus } from '../core/pets.js'
+
+/** When getPet was deprecated (RFC 9745 form): 2025-12-05T00:00:00Z, five years before its sunset. */
+export const GET_PET_DEPRECATED_AT = Date.UTC(2025, 11, 5) / 1000
+export const GET_PET_SUNSET = 'Thu, 05 Dec 2030 00:00:00 GMT'
+
+export function deprecationHeaders (): Record<string, string> {
+  return {
+    deprecation: `@${GET_PET_DEPRECATED_AT}`,
+    sunset: GET_PET_SUNSET,
+    link: '</v1/pets>; rel="successor-version"'
+  }
+}
+
+export function petLocation (id: number): string {
+  return `/v1/pets/${id}`
+}
+
+/** RFC 8288 link to the next page; `base` is the public base URL of the API (ending in /v1). */
+export function nextPageLink (base: string, page: { limit: number, status: PetStatus | undefined, cursor: string }): string {
+  const status = page.status === undefined ? '' : `&status=${page.status}`
+  return `<${base}/pets?limit=${page.limit}${status}&cursor=${page.cursor}>; rel="next"`
+}
+
+export const WWW_AUTHENTICATE = 'Bearer realm="animal-store"'
+export const WWW_AUTHENTICATE_INVALID = 'Bearer realm="animal-store", error="invalid_token"'
+
+/** RFC 9110 If-None-Match: true when any listed tag (weak comparison) or * matches. */
+export function ifNoneMatchHits (header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false
+  return header.split(',').some((tag) => {
+    const trimmed = tag.trim()
+    return trimmed === '*' || trimmed === etag || trimmed === `W/${etag}`
+  })
+}

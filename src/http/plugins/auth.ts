@@ -1,0 +1,44 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { bearerTokenOf } from '../../core/api-keys.js'
+import { ApiError } from '../../core/errors.js'
+import type { KeyVerifier, VerifiedKey } from '../../services/key-verifier.js'
+import { WWW_AUTHENTICATE, WWW_AUTHENTICATE_INVALID } from '../headers.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    apiKey: VerifiedKey | null
+  }
+  interface FastifyContextConfig {
+    /** Routes under /v1 that anyone may call without a key. */
+    public?: boolean
+  }
+}
+
+/**
+ * CONTRACT.md: everything under /v1 except the OpenAPI document is authenticated
+ * before anything else, unknown paths and wrong methods included, so a request
+ * without a valid key gets 401 whatever else is wrong with it.
+ */
+function requiresKey (request: FastifyRequest): boolean {
+  const route = request.routeOptions.url
+  if (route !== undefined) return route.startsWith('/v1') && request.routeOptions.config.public !== true
+  return /^\/v1(\/|$|\?)/.test(request.url)
+}
+
+export function registerAuth (app: FastifyInstance, verifier: KeyVerifier): void {
+  app.decorateRequest('apiKey', null)
+  app.addHook('onRequest', async function authenticate (request) {
+    if (!requiresKey(request)) return
+    const { scheme, token } = bearerTokenOf(request.headers.authorization)
+    if (scheme !== 'bearer') {
+      throw new ApiError('unauthorized',
+        scheme === 'none' ? 'an API key is required: send Authorization: Bearer <API_KEY>' : 'the Authorization header must use the Bearer scheme',
+        { 'www-authenticate': WWW_AUTHENTICATE })
+    }
+    const key = token === undefined ? undefined : await verifier.verify(token)
+    if (key === undefined) {
+      throw new ApiError('unauthorized', 'the API key is invalid or has been revoked', { 'www-authenticate': WWW_AUTHENTICATE_INVALID })
+    }
+    request.apiKey = key
+  })
+}

@@ -1,0 +1,54 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../../core/errors.js'
+import { validationMessage, type SchemaViolation } from '../validation-message.js'
+
+const CODE_BY_STATUS = new Map<number, ErrorCode>(
+  Object.entries(STATUS_BY_CODE).map(([code, status]) => [status, code as ErrorCode])
+)
+
+const FRAMEWORK_MESSAGES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'the request body is larger than 65536 bytes',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Content-Type must be application/json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'the request body is empty; send a JSON object',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body sent'
+}
+
+/** Sends the one error shape of the API: exactly {code, message, status}. */
+export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
+  return reply
+    .code(error.status)
+    .headers(error.headers)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(error.toBody()))
+}
+
+/** Maps anything thrown while serving a request onto an ApiError the client may see. */
+export function toApiError (error: FastifyError | Error, request: FastifyRequest): ApiError {
+  if (error instanceof ApiError) return error
+  const fastifyError = error as FastifyError
+  if (fastifyError.validation) {
+    const [first] = fastifyError.validation
+    return ApiError.invalidRequest(first
+      ? validationMessage(first as unknown as SchemaViolation, fastifyError.validationContext ?? 'body')
+      : 'the request is invalid')
+  }
+  const status = fastifyError.statusCode
+  if (status !== undefined && status >= 400 && status < 500) {
+    const code = CODE_BY_STATUS.get(status) ?? 'invalid_request'
+    const message = FRAMEWORK_MESSAGES[fastifyError.code] ?? (code === 'invalid_request' ? 'the request is malformed' : fastifyError.message)
+    return new ApiError(code, message)
+  }
+  if (status === 503) return new ApiError('service_unavailable', 'the service is shutting down or overloaded; retry shortly', { 'retry-after': '1' })
+  request.log.error({ err: error }, 'unexpected error while serving the request')
+  return new ApiError('internal_error', `an unexpected error occurred; quote request id ${request.id} when reporting it`)
+}
+
+export function registerErrorHandling (app: FastifyInstance): void {
+  app.setErrorHandler(function handleError (error, request, reply) {
+    return sendError(reply, toApiError(error as Error, request))
+  })
+  app.setNotFoundHandler(function notFound (request, reply) {
+    const path = request.url.split('?')[0] ?? ''
+    return sendError(reply, ApiError.notFound(`no route matches ${request.method} ${path.slice(0, 200)}`))
+  })
+}

@@ -1,0 +1,39 @@
+import type { FastifyInstance, HTTPMethods } from 'fastify'
+import { ApiError } from '../../core/errors.js'
+
+const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+/**
+ * Answers the methods a path does not serve: OPTIONS with 204 and Allow, anything
+ * else with 405 and Allow. The answer comes from onRequest, after authentication
+ * and before any body is read, so a bad body never hides the 405.
+ */
+export function registerMethodFallbacks (app: FastifyInstance, url: string, served: HTTPMethods[]): void {
+  const allowed = served.includes('GET') ? [...served, 'HEAD', 'OPTIONS'] : [...served, 'OPTIONS']
+  const allow = [...new Set(allowed)].join(', ')
+  const others = ALL_METHODS.filter((method) => !allowed.includes(method))
+  const config = { public: url === '/v1/openapi.json' }
+
+  app.route({
+    method: 'OPTIONS',
+    url,
+    config,
+    schema: { hide: true },
+    onRequest: async function options (_request, reply) {
+      await reply.code(204).header('allow', allow).send()
+    },
+    handler: async function unreachable () {}
+  })
+  if (others.length === 0) return
+  app.route({
+    method: others,
+    url,
+    config: { public: false },
+    exposeHeadRoute: false,
+    schema: { hide: true },
+    onRequest: async function methodNotAllowed (request) {
+      throw new ApiError('method_not_allowed', `${request.method} is not allowed on ${url.replace(/:(\w+)/g, '{$1}')}; allowed: ${allow}`, { allow })
+    },
+    handler: async function unreachable () {}
+  })
+}

@@ -1,0 +1,165 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { type CursorCodec, InvalidCursorError } from '../../core/cursor.js'
+import { ApiError } from '../../core/errors.js'
+import { parsePositiveInt64Text } from '../../core/int64.js'
+import { petToJson } from '../../core/pets.js'
+import type { PetCatalog } from '../../services/pet-catalog.js'
+import { deprecationHeaders, ifNoneMatchHits, nextPageLink, petLocation } from '../headers.js'
+import { EXACT_CATEGORY_ID } from '../plugins/json-body.js'
+import { errorResponses } from '../schemas/error.js'
+import { ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
+import { registerMethodFallbacks } from './method-fallbacks.js'
+
+export interface PetRoutesOptions {
+  catalog: PetCatalog
+  cursors: CursorCodec
+  /** Base of absolute links, ending in /v1: the public base URL, or '/v1' for links relative to the host. */
+  linkBase: string
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const LIMIT_TEXT = /^[1-9][0-9]*$/
+
+const PetRef = Type.Ref('Pet')
+const PetsRef = Type.Ref('Pets')
+
+/**
+ * CONTRACT.md: query parameters are checked as written, each at most once, before
+ * the schema checks their range: Ajv's coercion would accept " 20", "1e1" or "0x14".
+ */
+async function readListQuery (request: FastifyRequest): Promise<void> {
+  const raw = request.query as Record<string, string | string[] | undefined>
+  const single = (name: string): string | undefined => {
+    const value = raw[name]
+    if (Array.isArray(value)) throw ApiError.invalidRequest(`query parameter ${name} must be given at most once`)
+    return value
+  }
+  const limit = single('limit')
+  const status = single('status')
+  const cursor = single('cursor')
+  if (limit !== undefined && !LIMIT_TEXT.test(limit)) {
+    throw ApiError.invalidRequest('query parameter limit must be an integer from 1 to 100, written as digits')
+  }
+  if (cursor === '') throw ApiError.invalidRequest('query parameter cursor must not be empty')
+  request.query = {
+    ...(limit !== undefined && { limit: Number(limit) }),
+    ...(status !== undefined && { status }),
+    ...(cursor !== undefined && { cursor })
+  }
+}
+
+async function readPetId (request: FastifyRequest): Promise<void> {
+  const params = request.params as { petId: string }
+  const petId = parsePositiveInt64Text(params.petId)
+  if (petId === undefined) {
+    throw ApiError.invalidRequest('path parameter petId must be an integer from 1 to 9223372036854775807, written as digits')
+  }
+  request.params = { petId: Number(petId) }
+}
+
+async function addDeprecationHeaders (_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  reply.headers(deprecationHeaders())
+  return payload
+}
+
+export async function petRoutes (fastify: FastifyInstance, { catalog, cursors, linkBase }: PetRoutesOptions): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+
+  app.get('/v1/pets', {
+    preValidation: readListQuery,
+    schema: {
+      operationId: 'listPets',
+      summary: 'List animals',
+      description: 'Animals ordered by id ascending, at most `limit` of them. When more match, the response carries a `Link: <…>; rel="next"` header (RFC 8288) whose URL returns the next page; following it visits every matching animal exactly once, even while animals are added. A page that came back full never changes and carries a strong ETag.',
+      tags: ['animals'],
+      querystring: ListPetsQuerySchema,
+      response: {
+        200: {
+          ...PetsRef,
+          description: 'A page of animals.',
+          headers: {
+            Link: { description: 'Present when more animals match: `<URL>; rel="next"`.', schema: { type: 'string' } },
+            ETag: { description: 'Strong entity tag, present on full pages (which never change).', schema: { type: 'string' } }
+          }
+        },
+        304: { description: 'Not modified: the full page matching If-None-Match is unchanged.', type: 'null' },
+        ...errorResponses(400, 401)
+      }
+    }
+  }, async function listPets (request, reply) {
+    const { limit, status, cursor } = request.query
+    let afterId = 0
+    if (cursor !== undefined) {
+      try {
+        const position = cursors.decode(cursor)
+        if (position.status !== status) {
+          throw ApiError.invalidRequest('query parameter cursor was issued for another status filter; use it with the same status')
+        }
+        afterId = position.afterId
+      } catch (error) {
+        if (!(error instanceof InvalidCursorError)) throw error
+        throw ApiError.invalidRequest('query parameter cursor is not valid; take it unchanged from the Link header of the previous page')
+      }
+    }
+    const page = await catalog.listPage({ status, afterId, limit })
+    if (page.hasMore && page.lastId !== undefined) {
+      reply.header('link', nextPageLink(linkBase, { limit, status, cursor: cursors.encode({ afterId: page.lastId, status }) }))
+    }
+    if (page.etag !== undefined) {
+      reply.header('etag', page.etag)
+      if (ifNoneMatchHits(request.headers['if-none-match'], page.etag)) return reply.code(304).send(null)
+    }
+    return reply.type(JSON_TYPE).send(page.json)
+  })
+
+  app.post('/v1/pets', {
+    schema: {
+      operationId: 'createPet',
+      summary: 'Add an animal',
+      description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most 65,536 bytes. No type coercion: `"5"` is not an integer.',
+      tags: ['animals'],
+      body: NewPetSchema,
+      response: {
+        201: {
+          ...PetRef,
+          description: 'The created animal.',
+          headers: { Location: { description: 'Path of the created animal: /v1/pets/{id}.', schema: { type: 'string' } } }
+        },
+        ...errorResponses(400, 401, 413, 415)
+      }
+    }
+  }, async function createPet (request, reply) {
+    const body = request.body as NewPet & { [EXACT_CATEGORY_ID]?: bigint }
+    const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
+    const { id } = await catalog.create(pet)
+    return reply.code(201).header('location', petLocation(id)).type(JSON_TYPE).send(petToJson({ id, ...pet }))
+  })
+
+  app.get('/v1/pets/:petId', {
+    preValidation: readPetId,
+    onSend: addDeprecationHeaders,
+    schema: {
+      operationId: 'getPet',
+      summary: 'Get an animal (deprecated)',
+      description: 'Deprecated: to be removed on 5 December 2030. Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.',
+      deprecated: true,
+      tags: ['animals'],
+      params: PetIdParamsSchema,
+      response: {
+        200: { ...PetRef, description: 'The animal.' },
+        ...errorResponses(400, 401, 404)
+      }
+    }
+  }, async function getPet (request, reply) {
+    const { petId } = request.params
+    // Ids are assigned from 1 upwards and stay far below 2^53: a larger id cannot exist.
+    const json = Number.isSafeInteger(petId) ? await catalog.findJsonById(petId) : undefined
+    if (json === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
+    return reply.type(JSON_TYPE).send(json)
+  })
+
+  registerMethodFallbacks(app, '/v1/pets', ['GET', 'POST'])
+  registerMethodFallbacks(app, '/v1/pets/:petId', ['GET'])
+}

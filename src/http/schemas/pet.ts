@@ -1,0 +1,71 @@
+import { Type, type Static } from 'typebox'
+import { PET_STATUSES, type PetStatus } from '../../core/pets.js'
+
+export const PetStatusSchema = Type.Unsafe<PetStatus>({
+  $id: 'PetStatus',
+  type: 'string',
+  enum: [...PET_STATUSES],
+  description: 'Availability of the animal.'
+})
+
+const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'))
+
+const nameField = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  // No control characters (U+0000–U+001F, U+007F) and, matched in Unicode mode, no unpaired surrogates.
+  pattern: '^[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]*$',
+  description: "The animal's name: 1 to 200 characters (code points), kept exactly as sent; control characters are not allowed."
+})
+
+const categoryIdField = Type.Integer({
+  format: 'int64',
+  description: 'Identifier of the category the animal belongs to: any integer in the int64 range, kept exactly (also beyond 2^53).'
+})
+
+export const NewPetSchema = Type.Object({
+  name: nameField,
+  categoryId: categoryIdField,
+  status: Type.Optional(PetStatusRef)
+}, {
+  $id: 'NewPet',
+  additionalProperties: false,
+  description: 'An animal to add. Exactly these fields; any other field, including id, is refused.',
+  examples: [{ name: 'Rex', categoryId: 1, status: 'available' }]
+})
+export type NewPet = Static<typeof NewPetSchema>
+
+export const PetSchema = Type.Object({
+  id: Type.Integer({ format: 'int64', minimum: 1, description: 'Unique identifier assigned on creation.' }),
+  name: nameField,
+  categoryId: categoryIdField,
+  status: Type.Optional(PetStatusRef)
+}, {
+  $id: 'Pet',
+  additionalProperties: false,
+  description: 'An animal. `status` is absent, never null, when the animal has none.',
+  examples: [{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }]
+})
+
+export const PetsSchema = Type.Array(Type.Ref('Pet'), {
+  $id: 'Pets',
+  description: 'A page of animals ordered by id ascending.'
+})
+
+export const ListPetsQuerySchema = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.' }),
+  status: Type.Optional(Type.Unsafe<PetStatus>({ ...PetStatusRef, description: 'Only animals with this status.' })),
+  cursor: Type.Optional(Type.String({
+    minLength: 1,
+    description: 'Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`.'
+  }))
+})
+export type ListPetsQuery = Static<typeof ListPetsQuerySchema>
+
+export const PetIdParamsSchema = Type.Object({
+  petId: Type.Integer({
+    format: 'int64',
+    minimum: 1,
+    description: 'Identifier of the animal: digits without sign or leading zero, at most 2^63−1. Anything else gets 400 (addition to the specification).'
+  })
+})

@@ -1,0 +1,73 @@
+import { hashApiKey, isWellFormedApiKey } from '../core/api-keys.js'
+import type { ApiKeyRepository } from '../storage/store.js'
+import { LastUsedRecorder } from './last-used-recorder.js'
+
+export interface VerifiedKey {
+  keyId: string
+  accountId: number
+}
+
+/** Revocations by any process reach this one within this interval plus one query. */
+export const REVOCATION_POLL_MS = 250
+const MAX_CACHED_KEYS = 50_000
+
+/**
+ * Verifies presented API keys. A verified key is remembered by its hash, so a known
+ * key costs one SHA-256 and a map lookup; the whole memory is dropped whenever the
+ * shared revocation marker moves, which every instance polls.
+ */
+export class KeyVerifier {
+  private readonly verified = new Map<string, VerifiedKey>()
+  private generation = 0
+  private marker: number | undefined
+  private readonly poller: NodeJS.Timeout
+  private readonly lastUsed: LastUsedRecorder
+
+  constructor (private readonly apiKeys: ApiKeyRepository, private readonly onError: (error: unknown) => void) {
+    this.lastUsed = new LastUsedRecorder(apiKeys, onError)
+    this.poller = setInterval(() => { void this.checkRevocations() }, REVOCATION_POLL_MS).unref()
+  }
+
+  async start (): Promise<void> {
+    this.marker = await this.apiKeys.revocationMarker()
+  }
+
+  async verify (presented: string): Promise<VerifiedKey | undefined> {
+    if (!isWellFormedApiKey(presented)) return undefined
+    const hash = hashApiKey(presented)
+    let key = this.verified.get(hash)
+    if (key === undefined) {
+      const generation = this.generation
+      const row = await this.apiKeys.findByHash(hash)
+      if (row === undefined || row.revokedAt !== null) return undefined
+      key = { keyId: row.id, accountId: row.accountId }
+      // A revocation seen while the lookup ran may concern this very key: do not remember it.
+      if (generation === this.generation) this.remember(hash, key)
+    }
+    this.lastUsed.touch(key.keyId)
+    return key
+  }
+
+  private remember (hash: string, key: VerifiedKey): void {
+    if (this.verified.size >= MAX_CACHED_KEYS) this.verified.clear()
+    this.verified.set(hash, key)
+  }
+
+  private async checkRevocations (): Promise<void> {
+    try {
+      const marker = await this.apiKeys.revocationMarker()
+      if (marker !== this.marker) {
+        this.generation++
+        this.verified.clear()
+        this.marker = marker
+      }
+    } catch (error) {
+      this.onError(error)
+    }
+  }
+
+  async close (): Promise<void> {
+    clearInterval(this.poller)
+    await this.lastUsed.close()
+  }
+}

@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto'
+import { LruCache } from '../core/lru-cache.js'
+import type { NewPetRecord } from '../core/pets.js'
+import type { ListPetsQuery, PetRepository } from '../storage/store.js'
+
+export interface CatalogPage {
+  json: string
+  count: number
+  lastId: number | undefined
+  hasMore: boolean
+  /** A strong ETag, present only for pages that can never change. */
+  etag: string | undefined
+}
+
+const CACHE_BYTES = 32 * 1024 * 1024
+
+/**
+ * Reads of the animal catalogue, cached.
+ *
+ * Invalidation rule, valid only while v1 stays append-only (no update, no delete):
+ * - an animal never changes, so its JSON is cached forever;
+ * - a page that came back full (count === limit) never changes either, since new
+ *   animals get larger ids and land after it; only its `hasMore` can turn from false
+ *   to true, so a cached full page without a successor is re-checked, never trusted;
+ * - a short page (the tail) is never cached.
+ * The day animals can change or disappear, this module is the one to rewrite.
+ */
+export class PetCatalog {
+  private readonly pets = new LruCache<string>(CACHE_BYTES / 4, (json) => json.length)
+  private readonly pages = new LruCache<CatalogPage>(CACHE_BYTES, (page) => page.json.length + 64)
+
+  constructor (private readonly repository: PetRepository) {}
+
+  async create (pet: NewPetRecord): Promise<{ id: number }> {
+    return this.repository.insert(pet)
+  }
+
+  async findJsonById (id: number): Promise<string | undefined> {
+    const key = String(id)
+    const cached = this.pets.get(key)
+    if (cached !== undefined) return cached
+    const json = await this.repository.findJsonById(id)
+    if (json !== undefined) this.pets.set(key, json)
+    return json
+  }
+
+  async listPage (query: ListPetsQuery): Promise<CatalogPage> {
+    const key = `${query.status ?? ''}:${query.afterId}:${query.limit}`
+    const cached = this.pages.get(key)
+    if (cached !== undefined) {
+      if (cached.hasMore || cached.lastId === undefined) return cached
+      if (!await this.repository.existsAfter(query.status, cached.lastId)) return cached
+      const grown = { ...cached, hasMore: true }
+      this.pages.set(key, grown)
+      return grown
+    }
+    const page = await this.repository.listPage(query)
+    if (page.count < query.limit) return { ...page, etag: undefined }
+    const full = { ...page, etag: `"${createHash('sha256').update(page.json).digest('base64url').slice(0, 27)}"` }
+    this.pages.set(key, full)
+    return full
+  }
+}

@@ -1,0 +1,48 @@
+/** Forward-only schema versions for SQLite. Never edit an applied migration: add the next one. */
+export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+      CREATE TABLE pets (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        category_id INTEGER NOT NULL,
+        status TEXT CHECK (status IN ('available', 'pending', 'sold')),
+        created_at INTEGER NOT NULL
+      );
+      -- Keeps GET /pets?status=S&cursor=C O(limit): a seek on (status, id), then a range scan.
+      CREATE INDEX pets_status_id ON pets (status, id);
+
+      CREATE TABLE accounts (
+        id INTEGER PRIMARY KEY,
+        email TEXT NOT NULL UNIQUE,
+        name TEXT,
+        created_at INTEGER NOT NULL
+      );
+
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        account_id INTEGER NOT NULL REFERENCES accounts (id),
+        label TEXT,
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL,
+        last_used_at INTEGER,
+        revoked_at INTEGER
+      );
+      CREATE INDEX api_keys_account_id ON api_keys (account_id);
+
+      CREATE TABLE settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+
+      CREATE TABLE counters (
+        name TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+      );
+      INSERT INTO counters (name, value) VALUES ('key_revocations', 0);
+    `
+  }
+]

@@ -1,0 +1,202 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import type { NewPetRecord, PetStatus } from '../../core/pets.js'
+import { GroupCommit } from '../group-commit.js'
+import {
+  DuplicateEmailError,
+  type AccountRow,
+  type ApiKeyRow,
+  type ListPetsQuery,
+  type PetPage,
+  type RevokeResult,
+  type Store
+} from '../store.js'
+import { SQLITE_MIGRATIONS } from './migrations.js'
+
+const MAX_WRITE_BATCH = 256
+const BUSY_TIMEOUT_MS = 5000
+
+// status is omitted, never null, when the animal has none (CONTRACT.md).
+const PET_JSON = `CASE WHEN status IS NULL
+  THEN json_object('id', id, 'name', name, 'categoryId', category_id)
+  ELSE json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status) END`
+
+const pageSql = (statusFilter: string): string => `
+  WITH page AS (
+    SELECT id, name, category_id, status FROM pets
+    WHERE ${statusFilter} id > @afterId ORDER BY id LIMIT @limit
+  )
+  SELECT
+    coalesce((SELECT json_group_array(json(${PET_JSON}) ORDER BY id) FROM page), '[]') AS json,
+    (SELECT count(*) FROM page) AS count,
+    (SELECT max(id) FROM page) AS lastId,
+    EXISTS (SELECT 1 FROM pets WHERE ${statusFilter} id > (SELECT max(id) FROM page)) AS hasMore`
+
+interface AccountDbRow { id: number, email: string, name: string | null, created_at: number }
+interface ApiKeyDbRow {
+  id: string
+  account_id: number
+  label: string | null
+  prefix: string
+  created_at: number
+  last_used_at: number | null
+  revoked_at: number | null
+}
+
+const toAccount = (row: AccountDbRow): AccountRow =>
+  ({ id: row.id, email: row.email, name: row.name, createdAt: new Date(row.created_at) })
+
+const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
+  id: row.id,
+  accountId: row.account_id,
+  label: row.label,
+  prefix: row.prefix,
+  createdAt: new Date(row.created_at),
+  lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
+  revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at)
+})
+
+export class SqliteSettingsError extends Error {}
+
+/** Opens the database file, creating its folder, and checks the durability settings. */
+function openDatabase (path: string): Database.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const db = new Database(path)
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  db.pragma('journal_mode = WAL')
+  // better-sqlite3 is built with WAL defaulting to synchronous=NORMAL, which can lose
+  // the last commits on power loss; FULL syncs the WAL on every commit.
+  db.pragma('synchronous = FULL')
+  db.pragma('foreign_keys = ON')
+  const journalMode = db.pragma('journal_mode', { simple: true })
+  const synchronous = db.pragma('synchronous', { simple: true })
+  if ((journalMode !== 'wal' && path !== ':memory:') || synchronous !== 2) {
+    db.close()
+    throw new SqliteSettingsError(`SQLite at ${path} runs journal_mode=${String(journalMode)}, synchronous=${String(synchronous)}; WAL with synchronous=FULL is required`)
+  }
+  return db
+}
+
+export function openSqliteStore (path: string): Store {
+  const db = openDatabase(path)
+  // Statements are prepared on first use: the tables exist only after migrate().
+  let prepared: Statements | undefined
+  return buildStore(db, () => (prepared ??= prepareStatements(db)))
+}
+
+function applyMigrations (db: Database.Database): number[] {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
+  const applied: number[] = []
+  for (const migration of SQLITE_MIGRATIONS) {
+    // IMMEDIATE takes the write lock first, so two processes migrating at once take turns.
+    db.transaction(() => {
+      const done = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(migration.version)
+      if (done) return
+      db.exec(migration.sql)
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+        .run(migration.version, migration.name, Date.now())
+      applied.push(migration.version)
+    }).immediate()
+  }
+  return applied
+}
+
+type Statements = ReturnType<typeof prepareStatements>
+
+function prepareStatements (db: Database.Database) {
+  return {
+    insertPet: db.prepare('INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)'),
+    petJsonById: db.prepare(`SELECT ${PET_JSON} FROM pets WHERE id = ?`).pluck(),
+    pageAll: db.prepare(pageSql('')),
+    pageByStatus: db.prepare(pageSql('status = @status AND')),
+    existsAfterAll: db.prepare('SELECT EXISTS (SELECT 1 FROM pets WHERE id > ?)').pluck(),
+    existsAfterByStatus: db.prepare('SELECT EXISTS (SELECT 1 FROM pets WHERE status = ? AND id > ?)').pluck(),
+    insertAccount: db.prepare('INSERT INTO accounts (email, name, created_at) VALUES (?, ?, ?) RETURNING *'),
+    accountByEmail: db.prepare('SELECT * FROM accounts WHERE email = ?'),
+    insertApiKey: db.prepare('INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING *'),
+    apiKeyByHash: db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
+    apiKeysByAccount: db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id'),
+    apiKeyRevokedAt: db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?'),
+    revokeApiKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
+    bumpRevocations: db.prepare("UPDATE counters SET value = value + 1 WHERE name = 'key_revocations'"),
+    revocationMarker: db.prepare("SELECT value FROM counters WHERE name = 'key_revocations'").pluck(),
+    recordLastUsed: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)'),
+    insertSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING'),
+    settingByName: db.prepare('SELECT value FROM settings WHERE name = ?').pluck()
+  }
+}
+
+function buildStore (db: Database.Database, sql: () => Statements): Store {
+  const insertBatch = db.transaction((pets: NewPetRecord[]) => {
+    const now = Date.now()
+    return pets.map((pet) => ({
+      id: Number(sql().insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now).lastInsertRowid)
+    }))
+  })
+  const writes = new GroupCommit<NewPetRecord, { id: number }>((pets) => insertBatch.immediate(pets), MAX_WRITE_BATCH)
+
+  return {
+    engine: 'sqlite',
+    pets: {
+      insert: async (pet) => writes.submit(pet),
+      findJsonById: async (id) => sql().petJsonById.get(id) as string | undefined,
+      listPage: async ({ status, afterId, limit }: ListPetsQuery): Promise<PetPage> => {
+        const row = status === undefined
+          ? sql().pageAll.get({ afterId, limit })
+          : sql().pageByStatus.get({ afterId, limit, status })
+        const { json, count, lastId, hasMore } = row as { json: string, count: number, lastId: number | null, hasMore: number }
+        return { json, count, lastId: lastId ?? undefined, hasMore: hasMore === 1 }
+      },
+      existsAfter: async (status: PetStatus | undefined, afterId: number) =>
+        (status === undefined ? sql().existsAfterAll.get(afterId) : sql().existsAfterByStatus.get(status, afterId)) === 1
+    },
+    accounts: {
+      create: async ({ email, name }) => {
+        try {
+          return toAccount(sql().insertAccount.get(email, name, Date.now()) as AccountDbRow)
+        } catch (error) {
+          if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new DuplicateEmailError(email)
+          throw error
+        }
+      },
+      findByEmail: async (email) => {
+        const row = sql().accountByEmail.get(email) as AccountDbRow | undefined
+        return row && toAccount(row)
+      }
+    },
+    apiKeys: {
+      create: async ({ id, accountId, label, prefix, hash }) =>
+        toApiKey(sql().insertApiKey.get(id, accountId, label, prefix, hash, Date.now()) as ApiKeyDbRow),
+      findByHash: async (hash) => {
+        const row = sql().apiKeyByHash.get(hash) as ApiKeyDbRow | undefined
+        return row && toApiKey(row)
+      },
+      listByAccount: async (accountId) => (sql().apiKeysByAccount.all(accountId) as ApiKeyDbRow[]).map(toApiKey),
+      revoke: async (id) => db.transaction((): RevokeResult => {
+        const existing = sql().apiKeyRevokedAt.get(id) as { revoked_at: number | null } | undefined
+        if (!existing) return 'unknown'
+        if (existing.revoked_at !== null) return 'already_revoked'
+        sql().revokeApiKey.run(Date.now(), id)
+        sql().bumpRevocations.run()
+        return 'revoked'
+      }).immediate(),
+      revocationMarker: async () => sql().revocationMarker.get() as number,
+      recordLastUsed: async (uses) => {
+        db.transaction(() => {
+          for (const { id, at } of uses) sql().recordLastUsed.run(at.getTime(), id, at.getTime())
+        }).immediate()
+      }
+    },
+    setting: async (name, createValue) => {
+      sql().insertSetting.run(name, createValue())
+      return sql().settingByName.get(name) as string
+    },
+    migrate: async () => applyMigrations(db),
+    ping: async () => { db.prepare('SELECT 1').get() },
+    close: async () => {
+      await writes.drain()
+      db.close()
+    }
+  }
+}

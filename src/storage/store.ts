@@ -1,0 +1,91 @@
+import type { NewPetRecord, PetStatus } from '../core/pets.js'
+
+/** One page of animals, already serialised: the hot path never builds row objects. */
+export interface PetPage {
+  /** A JSON array of animals ordered by id ascending. */
+  json: string
+  count: number
+  /** Id of the last animal on the page; undefined when the page is empty. */
+  lastId: number | undefined
+  /** True when at least one matching animal exists after lastId. */
+  hasMore: boolean
+}
+
+export interface ListPetsQuery {
+  status: PetStatus | undefined
+  /** Only animals with a larger id are returned; 0 starts at the beginning. */
+  afterId: number
+  limit: number
+}
+
+export interface PetRepository {
+  /**
+   * Stores a new animal and resolves once it is durably committed. Concurrent calls may
+   * share one transaction (group commit); each still gets its own id.
+   */
+  insert (pet: NewPetRecord): Promise<{ id: number }>
+  /** The animal as JSON, or undefined when no animal has that id. */
+  findJsonById (id: number): Promise<string | undefined>
+  /** Animals with id > afterId, optionally of one status, ordered by id ascending. */
+  listPage (query: ListPetsQuery): Promise<PetPage>
+  /** Whether any animal of that status (any status when undefined) has an id > afterId. */
+  existsAfter (status: PetStatus | undefined, afterId: number): Promise<boolean>
+}
+
+export interface AccountRow {
+  id: number
+  email: string
+  name: string | null
+  createdAt: Date
+}
+
+export class DuplicateEmailError extends Error {
+  constructor (readonly email: string) {
+    super(`an account with email ${email} already exists`)
+  }
+}
+
+export interface AccountRepository {
+  /** Throws DuplicateEmailError when the (lower-cased) email is taken. */
+  create (account: { email: string, name: string | null }): Promise<AccountRow>
+  findByEmail (email: string): Promise<AccountRow | undefined>
+}
+
+export interface ApiKeyRow {
+  id: string
+  accountId: number
+  label: string | null
+  prefix: string
+  createdAt: Date
+  lastUsedAt: Date | null
+  revokedAt: Date | null
+}
+
+export type RevokeResult = 'revoked' | 'already_revoked' | 'unknown'
+
+export interface ApiKeyRepository {
+  create (key: { id: string, accountId: number, label: string | null, prefix: string, hash: string }): Promise<ApiKeyRow>
+  /** The key with that SHA-256 digest, revoked or not; undefined when none. */
+  findByHash (hash: string): Promise<ApiKeyRow | undefined>
+  listByAccount (accountId: number): Promise<ApiKeyRow[]>
+  /** Marks the key revoked and advances the revocation marker in one transaction. */
+  revoke (id: string): Promise<RevokeResult>
+  /** A number that changes whenever any key is revoked; instances poll it. */
+  revocationMarker (): Promise<number>
+  /** Writes last-used times, never moving one backwards. */
+  recordLastUsed (uses: ReadonlyArray<{ id: string, at: Date }>): Promise<void>
+}
+
+export interface Store {
+  readonly engine: 'sqlite' | 'postgres'
+  readonly pets: PetRepository
+  readonly accounts: AccountRepository
+  readonly apiKeys: ApiKeyRepository
+  /** The named setting, created with the given value if it does not exist yet; all instances see the same value. */
+  setting (name: string, createValue: () => string): Promise<string>
+  /** Applies pending migrations; returns the versions applied. */
+  migrate (): Promise<number[]>
+  /** Resolves when the database answers a trivial query. */
+  ping (): Promise<void>
+  close (): Promise<void>
+}
