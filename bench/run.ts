@@ -1,0 +1,135 @@
+/**
+ * npm run bench: requests per second of the service beside a bare node:http ceiling,
+ * measured in one run with wrk (Debian package `wrk`), server and load generator pinned
+ * to different cores when `taskset` exists. Writes bench/results/latest.md.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createAccount, createApiKey } from '../src/services/accounts.js'
+import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
+
+const ANIMALS = Number(process.env.BENCH_ANIMALS ?? 10_000)
+const DURATION = process.env.BENCH_DURATION ?? '5s'
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const CONNECTIONS = 50
+const root = join(import.meta.dirname, '..')
+const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true } catch { return false } })()
+const pin = (core: number, command: string[]): string[] => (hasTaskset && cpus().length > 1 ? ['taskset', '-c', String(core), ...command] : command)
+
+interface Workload { name: string, path: string, script?: string }
+
+async function seed (dbPath: string): Promise<string> {
+  const store = openSqliteStore(dbPath)
+  await store.migrate()
+  const statuses = ['available', 'pending', 'sold'] as const
+  await Promise.all(Array.from({ length: ANIMALS }, (_, i) =>
+    store.pets.insert({ name: `animal ${i + 1}`, categoryId: (i % 50) + 1, status: statuses[i % 3] })))
+  await createAccount(store, { email: 'bench@example.com' })
+  const { key } = await createApiKey(store, { email: 'bench@example.com', label: 'bench' })
+  await store.close()
+  return key
+}
+
+function startProcess (command: string[], env: Record<string, string>): ChildProcess {
+  const [file, ...args] = pin(0, command)
+  return spawn(file ?? 'node', args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
+async function stop (child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  child.kill('SIGTERM')
+  await once(child, 'exit')
+}
+
+function wrk (url: string, key: string, workload: Workload): { rps: number, p50: string, p99: string, non2xx: number, errors: number } {
+  const scriptArgs = workload.script ? ['-s', workload.script] : []
+  const output = execFileSync(pin(1, ['wrk'])[0] ?? 'wrk', [...pin(1, ['wrk']).slice(1), '-t1', `-c${CONNECTIONS}`, `-d${DURATION}`, '--latency',
+    '-H', `Authorization: Bearer ${key}`, ...scriptArgs, url + workload.path], { encoding: 'utf8', env: { ...process.env, BENCH_ANIMALS: String(ANIMALS) } })
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0)
+  const p50 = /50%\s+(\S+)/.exec(output)?.[1] ?? '?'
+  const p99 = /99%\s+(\S+)/.exec(output)?.[1] ?? '?'
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0)
+  const errorsMatch = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
+  const errors = errorsMatch ? errorsMatch.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
+  return { rps, p50, p99, non2xx, errors }
+}
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
+
+async function main (): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-bench-'))
+  try {
+    const dbPath = join(dir, 'bench.sqlite')
+    const key = await seed(dbPath)
+    const workloads: Workload[] = [
+      { name: 'GET /v1/pets?limit=20', path: '/v1/pets?limit=20' },
+      { name: 'GET /v1/pets?status=sold&limit=20', path: '/v1/pets?status=sold&limit=20' },
+      { name: 'GET /v1/pets/{random id}', path: '/v1/pets/1', script: join(root, 'bench', 'random-id.lua') },
+      { name: 'POST /v1/pets', path: '/v1/pets', script: join(root, 'bench', 'create.lua') }
+    ]
+    const contenders: Array<{ name: string, command: string[], env: Record<string, string>, url: string }> = [
+      { name: 'ceiling (bare node:http)', command: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { PORT: '18181', BENCH_KEY: key }, url: 'http://127.0.0.1:18181' },
+      { name: 'animal-store (SQLite)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18182', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, url: 'http://127.0.0.1:18182' }
+    ]
+    const results = new Map<string, Array<ReturnType<typeof wrk>>>()
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const contender of contenders) {
+        const child = startProcess(contender.command, contender.env)
+        await waitForHttp(contender.url)
+        for (const workload of workloads) {
+          const result = wrk(contender.url, key, workload)
+          const id = `${contender.name}|${workload.name}`
+          results.set(id, [...(results.get(id) ?? []), result])
+          console.log(`round ${round} ${contender.name.padEnd(26)} ${workload.name.padEnd(36)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50}  p99 ${result.p99}  non-2xx ${result.non2xx}  errors ${result.errors}`)
+        }
+        await stop(child)
+      }
+    }
+    writeReport(workloads, contenders.map((c) => c.name), results)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** Polls until the server answers: the bench is no test, and a started process logs nothing at warn level. */
+async function waitForHttp (url: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    try {
+      await fetch(url + '/v1/openapi.json')
+      return
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  throw new Error(`${url} does not answer`)
+}
+
+function writeReport (workloads: Workload[], contenders: string[], results: Map<string, Array<ReturnType<typeof wrk>>>): void {
+  const [ceiling, service] = contenders
+  const lines = [
+    '# Benchmark results',
+    '',
+    `Date: ${new Date().toISOString()}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}.`,
+    `Command: \`npm run bench\` (wrk -t1 -c${CONNECTIONS} -d${DURATION}, ${ROUNDS} interleaved rounds, median shown; ${ANIMALS} animals; server ${hasTaskset ? 'pinned to core 0, wrk to core 1' : 'not pinned'}; service LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}).`,
+    '',
+    `| workload | ${ceiling} req/s | ${service} req/s | ratio | service p50 / p99 | non-2xx / errors |`,
+    '|---|---|---|---|---|---|'
+  ]
+  for (const workload of workloads) {
+    const base = results.get(`${ceiling}|${workload.name}`) ?? []
+    const ours = results.get(`${service}|${workload.name}`) ?? []
+    const baseRps = median(base.map((r) => r.rps))
+    const ourRps = median(ours.map((r) => r.rps))
+    const last = ours[ours.length - 1]
+    const bad = ours.reduce((sum, r) => sum + r.non2xx, 0) + '/' + ours.reduce((sum, r) => sum + r.errors, 0)
+    lines.push(`| ${workload.name} | ${baseRps.toFixed(0)} | ${ourRps.toFixed(0)} | ${(ourRps / baseRps).toFixed(2)}× | ${last?.p50 ?? '?'} / ${last?.p99 ?? '?'} | ${bad} |`)
+  }
+  lines.push('', 'Creates are durable: each 201 is sent after its group-committed transaction is synced (WAL, synchronous=FULL).', '')
+  writeFileSync(join(root, 'bench', 'results', 'latest.md'), lines.join('\n'))
+  console.log('\n' + lines.join('\n'))
+}
+
+await main()
