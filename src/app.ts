@@ -4,8 +4,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import type { LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 import { createCursorCodec } from './core/cursor.js'
-import { registerAuth } from './http/plugins/auth.js'
-import { registerErrorHandling } from './http/plugins/errors.js'
+import { authenticate, isUnderV1, registerAuth } from './http/plugins/auth.js'
+import { registerErrorHandling, sendError, toApiError } from './http/plugins/errors.js'
 import { MAX_BODY_BYTES, registerJsonBodyParser } from './http/plugins/json-body.js'
 import { registerOpenApi } from './http/plugins/openapi.js'
 import { docsRoutes } from './http/routes/docs.js'
@@ -32,8 +32,17 @@ export function loggerOptions (config: Readonly<Config>): LoggerOptions {
   }
 }
 
+/** Headers on every response, hooks or not. */
+function commonHeaders (requestId: string): Record<string, string> {
+  return { 'x-request-id': requestId, 'x-content-type-options': 'nosniff' }
+}
+
 /** Builds the HTTP application around an open, migrated store; never listens. */
 export async function buildApp ({ config, store, logger }: BuildAppOptions): Promise<FastifyInstance> {
+  let log: FastifyBaseLogger | undefined
+  const verifier = new KeyVerifier(store.apiKeys, (error) => log?.error({ err: error }, 'API key bookkeeping failed'))
+  await verifier.start()
+
   const options: FastifyServerOptions = {
     bodyLimit: MAX_BODY_BYTES,
     requestIdHeader: false,
@@ -43,6 +52,15 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     disableRequestLogging: true,
+    // Errors raised before routing (a malformed URL) get the API's error shape, after authentication like any other request.
+    frameworkErrors: function onFrameworkError (error, request, reply) {
+      const answer = async (): Promise<never> => {
+        if (isUnderV1(request.url)) await authenticate(verifier, request.headers.authorization)
+        throw error
+      }
+      reply.headers(commonHeaders(request.id))
+      answer().catch((failure: Error) => sendError(reply, toApiError(failure, request)))
+    },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     ajv: {
@@ -53,14 +71,13 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
   }
   const app = logger ? Fastify({ ...options, loggerInstance: logger }) : Fastify({ ...options, logger: loggerOptions(config) })
 
-  const verifier = new KeyVerifier(store.apiKeys, (error) => app.log.error({ err: error }, 'API key bookkeeping failed'))
-  await verifier.start()
+  log = app.log
   app.addHook('onClose', async () => verifier.close())
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
 
   app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id)
+    reply.headers(commonHeaders(request.id))
   })
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed')

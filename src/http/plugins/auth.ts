@@ -22,23 +22,31 @@ declare module 'fastify' {
 function requiresKey (request: FastifyRequest): boolean {
   const route = request.routeOptions.url
   if (route !== undefined) return route.startsWith('/v1') && request.routeOptions.config.public !== true
-  return /^\/v1(\/|$|\?)/.test(request.url)
+  return isUnderV1(request.url)
+}
+
+export function isUnderV1 (url: string): boolean {
+  return /^\/v1(\/|$|\?)/.test(url)
+}
+
+/** The verified key of an Authorization header; throws the 401 ApiError otherwise. */
+export async function authenticate (verifier: KeyVerifier, authorization: string | undefined): Promise<VerifiedKey> {
+  const { scheme, token } = bearerTokenOf(authorization)
+  if (scheme !== 'bearer') {
+    throw new ApiError('unauthorized',
+      scheme === 'none' ? 'an API key is required: send Authorization: Bearer <API_KEY>' : 'the Authorization header must use the Bearer scheme',
+      { 'www-authenticate': WWW_AUTHENTICATE })
+  }
+  const key = token === undefined ? undefined : await verifier.verify(token)
+  if (key === undefined) {
+    throw new ApiError('unauthorized', 'the API key is invalid or has been revoked', { 'www-authenticate': WWW_AUTHENTICATE_INVALID })
+  }
+  return key
 }
 
 export function registerAuth (app: FastifyInstance, verifier: KeyVerifier): void {
   app.decorateRequest('apiKey', null)
-  app.addHook('onRequest', async function authenticate (request) {
-    if (!requiresKey(request)) return
-    const { scheme, token } = bearerTokenOf(request.headers.authorization)
-    if (scheme !== 'bearer') {
-      throw new ApiError('unauthorized',
-        scheme === 'none' ? 'an API key is required: send Authorization: Bearer <API_KEY>' : 'the Authorization header must use the Bearer scheme',
-        { 'www-authenticate': WWW_AUTHENTICATE })
-    }
-    const key = token === undefined ? undefined : await verifier.verify(token)
-    if (key === undefined) {
-      throw new ApiError('unauthorized', 'the API key is invalid or has been revoked', { 'www-authenticate': WWW_AUTHENTICATE_INVALID })
-    }
-    request.apiKey = key
+  app.addHook('onRequest', async function authenticateRequest (request) {
+    if (requiresKey(request)) request.apiKey = await authenticate(verifier, request.headers.authorization)
   })
 }

@@ -10,7 +10,9 @@ const FRAMEWORK_MESSAGES: Record<string, string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'the request body is larger than 65536 bytes',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Content-Type must be application/json',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'the request body is empty; send a JSON object',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body sent'
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body sent',
+  FST_ERR_BAD_URL: 'the URL is malformed: it contains an invalid percent-encoding',
+  FST_ERR_MAX_PARAM_LENGTH: 'a path segment is longer than 100 characters'
 }
 
 /** Sends the one error shape of the API: exactly {code, message, status}. */
