@@ -39,8 +39,9 @@ function commonHeaders (requestId: string): Record<string, string> {
 
 /** Builds the HTTP application around an open, migrated store; never listens. */
 export async function buildApp ({ config, store, logger }: BuildAppOptions): Promise<FastifyInstance> {
-  let log: FastifyBaseLogger | undefined
-  const verifier = new KeyVerifier(store.apiKeys, (error) => log?.error({ err: error }, 'API key bookkeeping failed'))
+  // The verifier is needed by frameworkErrors, before the app (and its logger) exists.
+  const late: { log?: FastifyBaseLogger } = {}
+  const verifier = new KeyVerifier(store.apiKeys, (error) => late.log?.error({ err: error }, 'API key bookkeeping failed'))
   await verifier.start()
 
   const options: FastifyServerOptions = {
@@ -71,7 +72,7 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
   }
   const app = logger ? Fastify({ ...options, loggerInstance: logger }) : Fastify({ ...options, logger: loggerOptions(config) })
 
-  log = app.log
+  late.log = app.log
   app.addHook('onClose', async () => verifier.close())
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
