@@ -7,6 +7,7 @@ test('loadConfig applies the documented defaults', () => {
     host: '0.0.0.0',
     port: 8080,
     storage: { engine: 'sqlite', path: './data/animal-store.sqlite' },
+    databasePoolSize: 10,
     publicBaseUrl: undefined,
     stagingBaseUrl: undefined,
     logLevel: 'info'
@@ -20,8 +21,10 @@ test('loadConfig reads every variable', () => {
     DATABASE_URL: 'sqlite:/var/lib/animal-store/db.sqlite',
     PUBLIC_BASE_URL: 'https://api.example.com/v1/',
     STAGING_BASE_URL: 'https://staging.example.com/v1',
-    LOG_LEVEL: 'warn'
+    LOG_LEVEL: 'warn',
+    DATABASE_POOL_SIZE: '25'
   })
+  assert.equal(config.databasePoolSize, 25)
   assert.equal(config.host, '127.0.0.1')
   assert.equal(config.port, 9000)
   assert.deepEqual(config.storage, { engine: 'sqlite', path: '/var/lib/animal-store/db.sqlite' })
@@ -51,5 +54,6 @@ test('loadConfig names every bad variable and hides passwords', () => {
     }
   )
   assert.throws(() => loadConfig({ PORT: '70000' }), /PORT/)
+  assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: '0' }), /DATABASE_POOL_SIZE/)
   assert.throws(() => loadConfig({ DATABASE_URL: 'sqlite:' }), /DATABASE_URL/)
 })

@@ -11,6 +11,8 @@ export interface Config {
   /** TCP port; 0 picks a free one. */
   port: number
   storage: StorageLocation
+  /** Maximum connections per instance in the PostgreSQL pool. */
+  databasePoolSize: number
   /** Absolute base URL of the production API, ending in /v1; the OpenAPI document lists it as a server. */
   publicBaseUrl: string | undefined
   /** Absolute base URL of the staging API, ending in /v1. */
@@ -39,6 +41,7 @@ export function loadConfig (env: Env): Readonly<Config> {
   const host = readHost(env.HOST, fail)
   const port = readPort(env.PORT, fail)
   const storage = readStorage(env.DATABASE_URL, fail)
+  const databasePoolSize = readInteger('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 1, 1000, fail)
   const publicBaseUrl = readBaseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL, fail)
   const stagingBaseUrl = readBaseUrl('STAGING_BASE_URL', env.STAGING_BASE_URL, fail)
   const logLevel = readLogLevel(env.LOG_LEVEL, fail)
@@ -48,6 +51,7 @@ export function loadConfig (env: Env): Readonly<Config> {
     host: host ?? '0.0.0.0',
     port: port ?? 8080,
     storage: storage ?? { engine: 'sqlite' as const, path: DEFAULT_SQLITE_PATH },
+    databasePoolSize: databasePoolSize ?? 10,
     publicBaseUrl,
     stagingBaseUrl,
     logLevel: logLevel ?? 'info'
@@ -65,6 +69,12 @@ function readPort (value: string | undefined, fail: Fail): number | undefined {
   if (value === undefined || value === '') return undefined
   const port = Number(value)
   return /^[0-9]{1,5}$/.test(value) && port <= 65535 ? port : fail('PORT', 'expected an integer from 0 to 65535', value)
+}
+
+function readInteger (variable: string, value: string | undefined, min: number, max: number, fail: Fail): number | undefined {
+  if (value === undefined || value === '') return undefined
+  const number = Number(value)
+  return /^[0-9]{1,9}$/.test(value) && number >= min && number <= max ? number : fail(variable, `expected an integer from ${min} to ${max}`, value)
 }
 
 function readStorage (value: string | undefined, fail: Fail): StorageLocation | undefined {

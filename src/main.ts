@@ -13,7 +13,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   let store: Store | undefined
   let app: FastifyInstance | undefined
   try {
-    store = await openStore(config.storage)
+    store = openStore(config, (error) => logger.error({ err: error }, 'database connection error'))
     const applied = await store.migrate()
     if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations')
     app = await buildApp({ config, store, logger })

@@ -6,7 +6,7 @@ import type { CliContext } from './context.js'
 /** Opens the configured database, brought up to date, for the length of one command. */
 export async function withStore<T> (context: CliContext, work: (store: Store) => Promise<T>): Promise<T> {
   const config = loadConfig(context.env)
-  const store = await openStore(config.storage)
+  const store = openStore(config)
   try {
     await store.migrate()
     return await work(store)

@@ -1,12 +1,14 @@
-import type { StorageLocation } from '../config.js'
-import type { Store } from './store.js'
+import type { Config } from '../config.js'
+import { openPostgresStore } from './postgres/postgres-store.js'
 import { openSqliteStore } from './sqlite/sqlite-store.js'
+import type { Store } from './store.js'
 
-export async function openStore (location: StorageLocation): Promise<Store> {
-  switch (location.engine) {
+/** DATABASE_URL -> the engine's store. `onError` hears of background failures (dropped idle connections). */
+export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize'>, onError: (error: unknown) => void = () => {}): Store {
+  switch (config.storage.engine) {
     case 'sqlite':
-      return openSqliteStore(location.path)
+      return openSqliteStore(config.storage.path)
     case 'postgres':
-      throw new Error('PostgreSQL storage is not available yet: unset DATABASE_URL or use sqlite:<path>')
+      return openPostgresStore(config.storage.url, { poolSize: config.databasePoolSize, onError })
   }
 }

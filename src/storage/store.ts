@@ -76,6 +76,13 @@ export interface ApiKeyRepository {
   recordLastUsed (uses: ReadonlyArray<{ id: string, at: Date }>): Promise<void>
 }
 
+/** The database cannot be reached or did not answer in time; the request may be retried. */
+export class StoreUnavailableError extends Error {
+  constructor (readonly reason: unknown) {
+    super('the database is unavailable', { cause: reason })
+  }
+}
+
 export interface Store {
   readonly engine: 'sqlite' | 'postgres'
   readonly pets: PetRepository

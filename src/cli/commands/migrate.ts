@@ -10,7 +10,7 @@ export const migrate: Command = {
       context.stderr(`error: migrate takes no arguments (got ${args.join(' ')})`)
       return 1
     }
-    const store = await openStore(loadConfig(context.env).storage)
+    const store = openStore(loadConfig(context.env))
     try {
       const applied = await store.migrate()
       context.stdout(applied.length === 0 ? 'The database schema is up to date.' : `Applied migrations: ${applied.join(', ')}.`)

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../../core/errors.js'
+import { StoreUnavailableError } from '../../storage/store.js'
 import { validationMessage, type SchemaViolation } from '../validation-message.js'
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
@@ -40,7 +41,11 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
     const message = FRAMEWORK_MESSAGES[fastifyError.code] ?? (code === 'invalid_request' ? 'the request is malformed' : fastifyError.message)
     return new ApiError(code, message)
   }
-  if (status === 503) return new ApiError('service_unavailable', 'the service is shutting down or overloaded; retry shortly', { 'retry-after': '1' })
+  if (error instanceof StoreUnavailableError) {
+    request.log.warn({ err: error.reason }, 'database unavailable')
+    return new ApiError('service_unavailable', 'the database is unavailable; retry shortly', { 'retry-after': '1' })
+  }
+  if (status === 503) return new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' })
   request.log.error({ err: error }, 'unexpected error while serving the request')
   return new ApiError('internal_error', `an unexpected error occurred; quote request id ${request.id} when reporting it`)
 }

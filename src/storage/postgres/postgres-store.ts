@@ -1,0 +1,257 @@
+import pg from 'pg'
+import type { NewPetRecord } from '../../core/pets.js'
+import { GroupCommit } from '../group-commit.js'
+import {
+  DuplicateEmailError,
+  StoreUnavailableError,
+  type AccountRow,
+  type ApiKeyRow,
+  type RevokeResult,
+  type Store
+} from '../store.js'
+import { POSTGRES_MIGRATIONS } from './migrations.js'
+
+const MAX_WRITE_BATCH = 256
+const CONNECT_TIMEOUT_MS = 3000
+const STATEMENT_TIMEOUT_MS = 5000
+
+// Built as text rather than with json_build_object, whose output is padded with spaces;
+// to_json escapes the name exactly as JSON requires.
+const PET_JSON = `'{"id":' || id || ',"name":' || to_json(name)::text || ',"categoryId":' || category_id ||
+  CASE WHEN status IS NULL THEN '' ELSE ',"status":"' || status || '"' END || '}'`
+
+const pageSql = (statusFilter: string): string => `
+  WITH page AS (
+    SELECT id, name, category_id, status FROM pets
+    WHERE ${statusFilter} id > $1 ORDER BY id LIMIT $2
+  )
+  SELECT
+    '[' || coalesce((SELECT string_agg(${PET_JSON}, ',' ORDER BY id) FROM page), '') || ']' AS json,
+    (SELECT count(*) FROM page)::int AS count,
+    (SELECT max(id) FROM page) AS last_id,
+    EXISTS (SELECT 1 FROM pets WHERE ${statusFilter} id > (SELECT max(id) FROM page)) AS has_more`
+
+const PAGE_ALL = pageSql('')
+const PAGE_BY_STATUS = pageSql('status = $3 AND')
+
+interface AccountDbRow { id: string, email: string, name: string | null, created_at: string }
+interface ApiKeyDbRow {
+  id: string
+  account_id: string
+  label: string | null
+  prefix: string
+  created_at: string
+  last_used_at: string | null
+  revoked_at: string | null
+}
+
+const toDate = (ms: string | null): Date | null => (ms === null ? null : new Date(Number(ms)))
+
+const toAccount = (row: AccountDbRow): AccountRow =>
+  ({ id: Number(row.id), email: row.email, name: row.name, createdAt: new Date(Number(row.created_at)) })
+
+const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
+  id: row.id,
+  accountId: Number(row.account_id),
+  label: row.label,
+  prefix: row.prefix,
+  createdAt: new Date(Number(row.created_at)),
+  lastUsedAt: toDate(row.last_used_at),
+  revokedAt: toDate(row.revoked_at)
+})
+
+/** Connection failures and timeouts mean "try again later", not "bug". */
+function isUnavailable (error: unknown): boolean {
+  const { code, message } = error as { code?: string, message?: string }
+  if (typeof code === 'string' && (/^(08|57P0|53)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH'].includes(code))) return true
+  return typeof message === 'string' && /timeout|Connection terminated|connection .*closed|Client has encountered a connection error/i.test(message)
+}
+
+export interface PostgresStoreOptions {
+  poolSize: number
+  onError: (error: unknown) => void
+}
+
+export function openPostgresStore (url: string, options: PostgresStoreOptions): Store {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: STATEMENT_TIMEOUT_MS + 1000,
+    idleTimeoutMillis: 30_000
+  })
+  // An idle connection dropped by the server must not take the process down.
+  pool.on('error', options.onError)
+
+  async function query<Row extends pg.QueryResultRow> (text: string, values: unknown[] = []): Promise<Row[]> {
+    try {
+      return (await pool.query<Row>(text, values)).rows
+    } catch (error) {
+      throw isUnavailable(error) ? new StoreUnavailableError(error) : error
+    }
+  }
+
+  async function transaction<T> (work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient
+    try {
+      client = await pool.connect()
+    } catch (error) {
+      throw new StoreUnavailableError(error)
+    }
+    let broken = false
+    try {
+      await client.query('BEGIN')
+      const result = await work(client)
+      await client.query('COMMIT')
+      return result
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => { broken = true })
+      throw isUnavailable(error) ? new StoreUnavailableError(error) : error
+    } finally {
+      client.release(broken)
+    }
+  }
+
+  const insertBatch = (pets: NewPetRecord[]): Promise<Array<{ id: number }>> => transaction(async (client) => {
+    // Taking ids from one counter row serialises id assignment with commit order across
+    // every instance, so a reader never sees id N+1 committed before id N: keyset pages
+    // never skip an animal that commits late.
+    const { rows } = await client.query<{ value: string }>(
+      "UPDATE counters SET value = value + $1 WHERE name = 'pet_ids' RETURNING value", [pets.length])
+    const lastId = Number(rows[0]?.value)
+    const firstId = lastId - pets.length + 1
+    const now = Date.now()
+    const values: unknown[] = []
+    const tuples = pets.map((pet, index) => {
+      values.push(firstId + index, pet.name, pet.categoryId.toString(), pet.status ?? null, now)
+      const base = index * 5
+      return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5})`
+    })
+    await client.query(`INSERT INTO pets (id, name, category_id, status, created_at) VALUES ${tuples.join(', ')}`, values)
+    return pets.map((_, index) => ({ id: firstId + index }))
+  })
+  const writes = new GroupCommit<NewPetRecord, { id: number }>(insertBatch, MAX_WRITE_BATCH)
+
+  return {
+    engine: 'postgres',
+    pets: {
+      insert: async (pet) => writes.submit(pet),
+      findJsonById: async (id) => (await query<{ json: string }>(`SELECT ${PET_JSON} AS json FROM pets WHERE id = $1`, [id]))[0]?.json,
+      listPage: async ({ status, afterId, limit }) => {
+        const [row] = status === undefined
+          ? await query<{ json: string, count: number, last_id: string | null, has_more: boolean }>(PAGE_ALL, [afterId, limit])
+          : await query<{ json: string, count: number, last_id: string | null, has_more: boolean }>(PAGE_BY_STATUS, [afterId, limit, status])
+        if (row === undefined) throw new Error('page query returned no row')
+        return { json: row.json, count: row.count, lastId: row.last_id === null ? undefined : Number(row.last_id), hasMore: row.has_more }
+      },
+      existsAfter: async (status, afterId) => {
+        const [row] = status === undefined
+          ? await query<{ found: boolean }>('SELECT EXISTS (SELECT 1 FROM pets WHERE id > $1) AS found', [afterId])
+          : await query<{ found: boolean }>('SELECT EXISTS (SELECT 1 FROM pets WHERE status = $2 AND id > $1) AS found', [afterId, status])
+        return row?.found === true
+      }
+    },
+    accounts: {
+      create: async ({ email, name }) => {
+        try {
+          const [row] = await query<AccountDbRow>('INSERT INTO accounts (email, name, created_at) VALUES ($1, $2, $3) RETURNING *', [email, name, Date.now()])
+          return toAccount(row as AccountDbRow)
+        } catch (error) {
+          if ((error as { code?: string }).code === '23505') throw new DuplicateEmailError(email)
+          throw error
+        }
+      },
+      findByEmail: async (email) => {
+        const [row] = await query<AccountDbRow>('SELECT * FROM accounts WHERE email = $1', [email])
+        return row && toAccount(row)
+      }
+    },
+    apiKeys: {
+      create: async ({ id, accountId, label, prefix, hash }) => {
+        const [row] = await query<ApiKeyDbRow>(
+          'INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *',
+          [id, accountId, label, prefix, hash, Date.now()])
+        return toApiKey(row as ApiKeyDbRow)
+      },
+      findByHash: async (hash) => {
+        const [row] = await query<ApiKeyDbRow>('SELECT * FROM api_keys WHERE hash = $1', [hash])
+        return row && toApiKey(row)
+      },
+      listByAccount: async (accountId) =>
+        (await query<ApiKeyDbRow>('SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId])).map(toApiKey),
+      revoke: async (id) => transaction(async (client): Promise<RevokeResult> => {
+        const { rows } = await client.query<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE id = $1 FOR UPDATE', [id])
+        const existing = rows[0]
+        if (existing === undefined) return 'unknown'
+        if (existing.revoked_at !== null) return 'already_revoked'
+        await client.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [Date.now(), id])
+        await client.query("UPDATE counters SET value = value + 1 WHERE name = 'key_revocations'")
+        return 'revoked'
+      }),
+      revocationMarker: async () =>
+        Number((await query<{ value: string }>("SELECT value FROM counters WHERE name = 'key_revocations'"))[0]?.value),
+      recordLastUsed: async (uses) => {
+        if (uses.length === 0) return
+        const values: unknown[] = []
+        const tuples = uses.map(({ id, at }, index) => {
+          values.push(id, at.getTime())
+          return `($${index * 2 + 1}::text, $${index * 2 + 2}::bigint)`
+        })
+        await query(`UPDATE api_keys AS k SET last_used_at = v.at FROM (VALUES ${tuples.join(', ')}) AS v (id, at)
+          WHERE k.id = v.id AND (k.last_used_at IS NULL OR k.last_used_at < v.at)`, values)
+      }
+    },
+    setting: async (name, createValue) => {
+      await query('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, createValue()])
+      return (await query<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))[0]?.value ?? ''
+    },
+    migrate: async () => applyMigrations(transaction),
+    ping: async () => { await query('SELECT 1') },
+    close: async () => {
+      await writes.drain()
+      await pool.end()
+    }
+  }
+}
+
+type Transaction = <T>(work: (client: pg.PoolClient) => Promise<T>) => Promise<T>
+
+/**
+ * Applies pending migrations in one transaction that first locks the row of a lock
+ * table, so instances starting together take turns and none applies a version twice.
+ */
+async function applyMigrations (transaction: Transaction): Promise<number[]> {
+  await createBookkeeping(transaction)
+  return transaction(async (client) => {
+    await client.query("SELECT name FROM schema_migrations_lock WHERE name = 'migrations' FOR UPDATE")
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations')
+    const done = new Set(rows.map((row) => Number(row.version)))
+    const applied: number[] = []
+    for (const migration of POSTGRES_MIGRATIONS) {
+      if (done.has(migration.version)) continue
+      await client.query(migration.sql)
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.name, Date.now()])
+      applied.push(migration.version)
+    }
+    return applied
+  })
+}
+
+async function createBookkeeping (transaction: Transaction): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await transaction(async (client) => {
+        await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)')
+        await client.query('CREATE TABLE IF NOT EXISTS schema_migrations_lock (name TEXT PRIMARY KEY)')
+        await client.query("INSERT INTO schema_migrations_lock (name) VALUES ('migrations') ON CONFLICT (name) DO NOTHING")
+      })
+      return
+    } catch (error) {
+      // Two instances creating the same table at the same moment: one loses with a
+      // unique violation on the catalogue; the table exists now, so try again.
+      const code = (error as { code?: string }).code
+      if (attempt >= 5 || (code !== '23505' && code !== '42P07')) throw error
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import { describe, test, type TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { generateApiKey } from '../../src/core/api-keys.js'
+import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
+import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
+import { DuplicateEmailError, type Store } from '../../src/storage/store.js'
+import { tempDir } from '../helpers/build-app.js'
+import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
+
+const ENGINES: Array<{ name: string, open: (t: TestContext) => Promise<Store | undefined> }> = [
+  {
+    name: 'sqlite',
+    open: async (t) => openSqliteStore(`${tempDir(t)}/store.sqlite`)
+  },
+  {
+    name: 'postgres',
+    open: async (t) => {
+      if (!await postgresAvailable()) return undefined
+      return openPostgresStore(await createTestSchema(t), { poolSize: 4, onError: () => {} })
+    }
+  }
+]
+
+for (const engine of ENGINES) {
+  describe(`store contract: ${engine.name}`, () => {
+    async function openStore (t: TestContext): Promise<Store | undefined> {
+      const store = await engine.open(t)
+      if (store === undefined) {
+        t.skip('PostgreSQL is not reachable')
+        return undefined
+      }
+      t.after(() => store.close())
+      await store.migrate()
+      return store
+    }
+
+    test('migrate applies every version once and is idempotent', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      assert.deepEqual(await store.migrate(), [])
+    })
+
+    test('concurrent inserts get distinct increasing ids and keep every field exactly', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const created = await Promise.all([
+        store.pets.insert({ name: 'Rex', categoryId: 1, status: 'available' }),
+        store.pets.insert({ name: '  spaced  ', categoryId: 9223372036854775807n }),
+        store.pets.insert({ name: 'Ünïcødé 🐈', categoryId: -9223372036854775808n, status: 'sold' }),
+        store.pets.insert({ name: 'quote " and \\ backslash', categoryId: 0 })
+      ])
+      assert.deepEqual(created.map((pet) => pet.id), [1, 2, 3, 4])
+      assert.equal(await store.pets.findJsonById(1), '{"id":1,"name":"Rex","categoryId":1,"status":"available"}')
+      assert.equal(await store.pets.findJsonById(2), '{"id":2,"name":"  spaced  ","categoryId":9223372036854775807}')
+      assert.equal(await store.pets.findJsonById(3), '{"id":3,"name":"Ünïcødé 🐈","categoryId":-9223372036854775808,"status":"sold"}')
+      assert.deepEqual(JSON.parse(await store.pets.findJsonById(4) ?? 'null'), { id: 4, name: 'quote " and \\ backslash', categoryId: 0 })
+      assert.equal(await store.pets.findJsonById(5), undefined)
+    })
+
+    test('listPage returns id-ordered pages, filters by status and says whether more exist', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const statuses = ['available', 'pending', 'sold', undefined] as const
+      for (let i = 0; i < 10; i++) await store.pets.insert({ name: `pet ${i}`, categoryId: i, ...(statuses[i % 4] && { status: statuses[i % 4] }) })
+      const first = await store.pets.listPage({ status: undefined, afterId: 0, limit: 4 })
+      assert.deepEqual((JSON.parse(first.json) as Array<{ id: number }>).map((pet) => pet.id), [1, 2, 3, 4])
+      assert.equal(first.count, 4)
+      assert.equal(first.lastId, 4)
+      assert.equal(first.hasMore, true)
+      const sold = await store.pets.listPage({ status: 'sold', afterId: 0, limit: 10 })
+      assert.deepEqual((JSON.parse(sold.json) as Array<{ id: number, status: string }>).map((pet) => pet.id), [3, 7])
+      assert.equal(sold.hasMore, false)
+      const tail = await store.pets.listPage({ status: 'sold', afterId: 3, limit: 1 })
+      assert.deepEqual({ count: tail.count, lastId: tail.lastId, hasMore: tail.hasMore }, { count: 1, lastId: 7, hasMore: false })
+      const empty = await store.pets.listPage({ status: 'pending', afterId: 10, limit: 5 })
+      assert.deepEqual(empty, { json: '[]', count: 0, lastId: undefined, hasMore: false })
+      assert.equal(await store.pets.existsAfter('sold', 3), true)
+      assert.equal(await store.pets.existsAfter('sold', 7), false)
+      assert.equal(await store.pets.existsAfter(undefined, 9), true)
+    })
+
+    test('accounts: one per email, found by email', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const account = await store.accounts.create({ email: 'a@example.com', name: 'A' })
+      assert.equal(account.email, 'a@example.com')
+      await assert.rejects(store.accounts.create({ email: 'a@example.com', name: null }), DuplicateEmailError)
+      assert.deepEqual(await store.accounts.findByEmail('a@example.com'), account)
+      assert.equal(await store.accounts.findByEmail('b@example.com'), undefined)
+    })
+
+    test('api keys: found by hash, revoked once, revocation marker moves, last use never goes back', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const account = await store.accounts.create({ email: 'k@example.com', name: null })
+      const generated = generateApiKey()
+      const row = await store.apiKeys.create({ id: 'key_test1', accountId: account.id, label: 'ci', prefix: generated.prefix, hash: generated.hash })
+      assert.equal((await store.apiKeys.findByHash(generated.hash))?.id, 'key_test1')
+      assert.equal(await store.apiKeys.findByHash('0'.repeat(64)), undefined)
+      const marker = await store.apiKeys.revocationMarker()
+      assert.equal(await store.apiKeys.revoke('key_test1'), 'revoked')
+      assert.equal(await store.apiKeys.revoke('key_test1'), 'already_revoked')
+      assert.equal(await store.apiKeys.revoke('key_nope'), 'unknown')
+      assert.notEqual(await store.apiKeys.revocationMarker(), marker)
+      assert.ok((await store.apiKeys.findByHash(generated.hash))?.revokedAt instanceof Date)
+      const later = new Date(row.createdAt.getTime() + 60_000)
+      await store.apiKeys.recordLastUsed([{ id: 'key_test1', at: later }])
+      await store.apiKeys.recordLastUsed([{ id: 'key_test1', at: new Date(later.getTime() - 1000) }])
+      const [listed] = await store.apiKeys.listByAccount(account.id)
+      assert.equal(listed?.lastUsedAt?.getTime(), later.getTime())
+    })
+
+    test('a setting is created once and then shared', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      assert.equal(await store.setting('cursor_secret', () => 'first'), 'first')
+      assert.equal(await store.setting('cursor_secret', () => 'second'), 'first')
+    })
+  })
+}
