@@ -8,7 +8,7 @@ import { petToJson } from '../../core/pets.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
 import { deprecationHeaders, ifNoneMatchHits, nextPageLink, petLocation } from '../headers.js'
 import { EXACT_CATEGORY_ID } from '../plugins/json-body.js'
-import { errorResponses } from '../schemas/error.js'
+import { errorResponses, withHeaders } from '../schemas/error.js'
 import { ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
 import { registerMethodFallbacks } from './method-fallbacks.js'
 
@@ -21,6 +21,7 @@ export interface PetRoutesOptions {
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const LIMIT_TEXT = /^[1-9][0-9]*$/
+const DEFAULT_LIMIT = 20
 
 const PetRef = Type.Ref('Pet')
 const PetsRef = Type.Ref('Pets')
@@ -64,6 +65,12 @@ async function addDeprecationHeaders (_request: FastifyRequest, reply: FastifyRe
   return payload
 }
 
+const DEPRECATION_HEADERS = {
+  Deprecation: { type: 'string', description: 'When this operation was deprecated (RFC 9745): `@1764892800`.' },
+  Sunset: { type: 'string', description: 'When it will be removed (RFC 8594): `Thu, 05 Dec 2030 00:00:00 GMT`.' },
+  Link: { type: 'string', description: 'The replacement: `</v1/pets>; rel="successor-version"`.' }
+}
+
 export async function petRoutes (fastify: FastifyInstance, { catalog, cursors, linkBase }: PetRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
 
@@ -80,8 +87,8 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, cursors, l
           ...PetsRef,
           description: 'A page of animals.',
           headers: {
-            Link: { description: 'Present when more animals match: `<URL>; rel="next"`.', schema: { type: 'string' } },
-            ETag: { description: 'Strong entity tag, present on full pages (which never change).', schema: { type: 'string' } }
+            Link: { type: 'string', description: 'Present when more animals match: `<URL>; rel="next"`.' },
+            ETag: { type: 'string', description: 'Strong entity tag, present on full pages (which never change).' }
           }
         },
         304: { description: 'Not modified: the full page matching If-None-Match is unchanged.', type: 'null' },
@@ -89,7 +96,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, cursors, l
       }
     }
   }, async function listPets (request, reply) {
-    const { limit, status, cursor } = request.query
+    const { limit = DEFAULT_LIMIT, status, cursor } = request.query
     let afterId = 0
     if (cursor !== undefined) {
       try {
@@ -125,7 +132,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, cursors, l
         201: {
           ...PetRef,
           description: 'The created animal.',
-          headers: { Location: { description: 'Path of the created animal: /v1/pets/{id}.', schema: { type: 'string' } } }
+          headers: { Location: { type: 'string', description: 'Path of the created animal: /v1/pets/{id}.' } }
         },
         ...errorResponses(400, 401, 413, 415)
       }
@@ -147,10 +154,10 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, cursors, l
       deprecated: true,
       tags: ['animals'],
       params: PetIdParamsSchema,
-      response: {
+      response: withHeaders({
         200: { ...PetRef, description: 'The animal.' },
         ...errorResponses(400, 401, 404)
-      }
+      }, DEPRECATION_HEADERS)
     }
   }, async function getPet (request, reply) {
     const { petId } = request.params

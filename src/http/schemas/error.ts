@@ -29,8 +29,8 @@ const DESCRIPTIONS: Record<number, string> = {
 const HEADERS: Record<number, Record<string, unknown>> = {
   401: {
     'WWW-Authenticate': {
-      description: 'Bearer realm="animal-store", with error="invalid_token" when a key was sent but is not valid (RFC 6750).',
-      schema: { type: 'string' }
+      type: 'string',
+      description: 'Bearer realm="animal-store", with error="invalid_token" when a key was sent but is not valid (RFC 6750).'
     }
   }
 }
@@ -42,4 +42,12 @@ export function errorResponses (...statuses: number[]): Record<number, TSchema> 
     description: DESCRIPTIONS[status] ?? 'Error',
     ...(HEADERS[status] && { headers: HEADERS[status] })
   }]))
+}
+
+/** Adds the same response headers to every response of an operation. */
+export function withHeaders<R extends Record<number, TSchema | object>> (responses: R, headers: Record<string, object>): R {
+  return Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, {
+    ...response,
+    headers: { ...(response as { headers?: object }).headers, ...headers }
+  }])) as R
 }

@@ -5,7 +5,8 @@ export const PetStatusSchema = Type.Unsafe<PetStatus>({
   $id: 'PetStatus',
   type: 'string',
   enum: [...PET_STATUSES],
-  description: 'Availability of the animal.'
+  description: 'Availability of the animal.',
+  examples: ['available']
 })
 
 const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'))
@@ -49,12 +50,13 @@ export const PetSchema = Type.Object({
 
 export const PetsSchema = Type.Array(Type.Ref('Pet'), {
   $id: 'Pets',
-  description: 'A page of animals ordered by id ascending.'
+  description: 'A page of animals ordered by id ascending.',
+  examples: [[{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }, { id: 2, name: 'Tom', categoryId: 2 }]]
 })
 
 export const ListPetsQuerySchema = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.' }),
-  status: Type.Optional(Type.Unsafe<PetStatus>({ ...PetStatusRef, description: 'Only animals with this status.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.' })),
+  status: Type.Optional(Type.Unsafe<PetStatus>({ type: 'string', enum: [...PET_STATUSES], description: 'Only animals with this status.' })),
   cursor: Type.Optional(Type.String({
     minLength: 1,
     description: 'Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`.'

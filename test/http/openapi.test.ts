@@ -1,0 +1,528 @@
+import { describe, test, type TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import { buildTestApp, type TestApp } from '../helpers/build-app.js'
+import { startServer, type TestServer } from '../helpers/start-server.js'
+
+type Schema = Record<string, unknown>
+
+interface MediaType { schema?: Schema, example?: unknown, examples?: unknown }
+
+interface ResponseObject {
+  description: string
+  headers?: Record<string, { description?: string, schema?: Schema }>
+  content?: Record<string, MediaType>
+}
+
+interface Parameter { name: string, in: string, required?: boolean, schema?: Schema, description?: string }
+
+interface Operation {
+  operationId?: string
+  tags?: string[]
+  deprecated?: boolean
+  security?: Array<Record<string, string[]>>
+  parameters?: Parameter[]
+  requestBody?: { required?: boolean, content: Record<string, MediaType> }
+  responses: Record<string, ResponseObject>
+  'x-stability'?: string
+}
+
+interface OpenApiDocument {
+  openapi: string
+  info: { title: string, version: string }
+  servers?: Array<{ url: string, description?: string }>
+  security?: Array<Record<string, string[]>>
+  components: { securitySchemes?: Record<string, Schema>, schemas: Record<string, Schema> }
+  paths: Record<string, Record<string, Operation>>
+}
+
+const json = { 'content-type': 'application/json' }
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const
+
+/** The operations the service serves under /v1, as the document must list them: nothing more, nothing less. */
+const EXPECTED_OPERATIONS = ['GET /openapi.json', 'GET /pets', 'GET /pets/{petId}', 'GET /store/orders', 'POST /pets']
+
+async function fetchDocument (t: TestContext, env: Record<string, string> = {}): Promise<{ doc: OpenApiDocument, testApp: TestApp }> {
+  const testApp = await buildTestApp(t, env)
+  const response = await testApp.app.inject({ url: '/v1/openapi.json' })
+  assert.equal(response.statusCode, 200, response.body)
+  return { doc: response.json<OpenApiDocument>(), testApp }
+}
+
+function operationOf (doc: OpenApiDocument, method: string, path: string): Operation {
+  const operation = doc.paths[path]?.[method.toLowerCase()]
+  assert.ok(operation, `the document has no operation ${method} ${path}; paths: ${JSON.stringify(Object.keys(doc.paths))}`)
+  return operation
+}
+
+function documentedOperations (doc: OpenApiDocument): string[] {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    HTTP_METHODS.filter((method) => item[method] !== undefined).map((method) => `${method.toUpperCase()} ${path}`)).sort()
+}
+
+/** Value at a local JSON pointer (`#/components/schemas/Pet`) of the document, or undefined. */
+function atPointer (doc: OpenApiDocument, ref: string): unknown {
+  assert.ok(ref.startsWith('#/'), `not a local reference: ${ref}`)
+  let node: unknown = doc
+  for (const part of ref.slice(2).split('/').map((segment) => decodeURIComponent(segment).replace(/~1/g, '/').replace(/~0/g, '~'))) {
+    if (typeof node !== 'object' || node === null) return undefined
+    node = (node as Record<string, unknown>)[part]
+  }
+  return node
+}
+
+/** Follows `$ref`s until a schema that is not a bare reference. */
+function deref (doc: OpenApiDocument, schema: Schema | undefined): Schema {
+  let current = schema
+  for (let hops = 0; typeof current?.$ref === 'string' && hops < 10; hops++) current = atPointer(doc, current.$ref) as Schema | undefined
+  assert.ok(current, `unresolvable schema ${JSON.stringify(schema)}`)
+  return current
+}
+
+function allRefs (node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) {
+    for (const item of node) allRefs(item, found)
+  } else if (typeof node === 'object' && node !== null) {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') found.push(value)
+      else allRefs(value, found)
+    }
+  }
+  return found
+}
+
+function pointerSegment (segment: string): string {
+  return encodeURIComponent(segment.replace(/~/g, '~0').replace(/\//g, '~1'))
+}
+
+/** Ajv (JSON Schema 2020-12, the dialect of OpenAPI 3.1) holding the whole document, so `#/components/...` refs resolve. */
+function documentValidator (doc: OpenApiDocument): { validatorAt: (...segments: string[]) => ValidateFunction, errorsText: (validate: ValidateFunction) => string } {
+  const ajv = new Ajv2020({ strict: false, allErrors: true })
+  addFormats.default(ajv)
+  ajv.addFormat('int64', { type: 'number', validate: Number.isInteger })
+  ajv.addSchema({ ...doc, $id: 'openapi.json' })
+  const compiled = new Map<string, ValidateFunction>()
+  return {
+    validatorAt (...segments) {
+      const ref = `openapi.json#/${segments.map(pointerSegment).join('/')}`
+      let validate = compiled.get(ref)
+      if (validate === undefined) {
+        validate = ajv.compile({ $ref: ref })
+        compiled.set(ref, validate)
+      }
+      return validate
+    },
+    errorsText: (validate) => ajv.errorsText(validate.errors)
+  }
+}
+
+describe('OpenAPI document', () => {
+  describe('happy', () => {
+    test('is served at /v1/openapi.json without an API key, as application/json, OpenAPI 3.1.x, version 1.0.0', async (t) => {
+      const { app } = await buildTestApp(t)
+      const response = await app.inject({ url: '/v1/openapi.json' })
+      assert.equal(response.statusCode, 200, response.body)
+      assert.match(String(response.headers['content-type']), /^application\/json(;|$)/)
+      const doc = response.json<OpenApiDocument>()
+      assert.match(doc.openapi, /^3\.1\.\d+$/)
+      assert.equal(doc.info.version, '1.0.0')
+      assert.equal(typeof doc.info.title, 'string')
+    })
+
+    test('lists the configured production and staging servers, production first', async (t) => {
+      const { doc } = await fetchDocument(t, { PUBLIC_BASE_URL: 'https://api.example.com/v1', STAGING_BASE_URL: 'https://staging.example.com/v1' })
+      assert.deepEqual(doc.servers?.map((server) => server.url), ['https://api.example.com/v1', 'https://staging.example.com/v1'], JSON.stringify(doc.servers))
+    })
+
+    test('lists the single relative server /v1 without configuration', async (t) => {
+      const { doc } = await fetchDocument(t)
+      assert.deepEqual(doc.servers?.map((server) => server.url), ['/v1'], JSON.stringify(doc.servers))
+    })
+
+    test('requires the bearerAuth HTTP bearer scheme globally; the document itself needs no key', async (t) => {
+      const { doc } = await fetchDocument(t)
+      assert.deepEqual(doc.security, [{ bearerAuth: [] }])
+      const scheme = doc.components.securitySchemes?.bearerAuth
+      assert.ok(scheme, JSON.stringify(doc.components.securitySchemes))
+      assert.equal(scheme.type, 'http')
+      assert.equal(scheme.scheme, 'bearer')
+      assert.deepEqual(operationOf(doc, 'GET', '/openapi.json').security, [])
+      for (const operation of ['GET /pets', 'POST /pets', 'GET /pets/{petId}', 'GET /store/orders']) {
+        const [method = '', path = ''] = operation.split(' ')
+        assert.equal(operationOf(doc, method, path).security, undefined, `${operation} must inherit the global security`)
+      }
+    })
+
+    test('names listPets, createPet and getPet under the animals tag, getPet deprecated, none with x-stability', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const expected: Array<[string, string, string]> = [['GET', '/pets', 'listPets'], ['POST', '/pets', 'createPet'], ['GET', '/pets/{petId}', 'getPet']]
+      for (const [method, path, operationId] of expected) {
+        const operation = operationOf(doc, method, path)
+        assert.equal(operation.operationId, operationId)
+        assert.deepEqual(operation.tags, ['animals'], operationId)
+        assert.equal('x-stability' in operation, false, `${operationId} carries x-stability ${String(operation['x-stability'])}`)
+        assert.equal(operation.deprecated, operationId === 'getPet' ? true : undefined, `${operationId} deprecated`)
+      }
+    })
+
+    test('operationIds are unique across the document', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const ids = Object.values(doc.paths).flatMap((item) => HTTP_METHODS.map((method) => item[method]?.operationId).filter((id) => id !== undefined))
+      assert.equal(ids.length, EXPECTED_OPERATIONS.length, JSON.stringify(ids))
+      assert.equal(new Set(ids).size, ids.length, JSON.stringify(ids))
+    })
+
+    test('marks GET /store/orders experimental with a documented 501 Error response', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const operation = operationOf(doc, 'GET', '/store/orders')
+      assert.equal(operation['x-stability'], 'experimental')
+      assert.deepEqual(operation.responses['501']?.content?.['application/json']?.schema, { $ref: '#/components/schemas/Error' })
+      assert.ok(operation.responses['401'])
+    })
+
+    test('documents listPets responses 200, 400, 401 and the optional query parameters limit, status, cursor', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const operation = operationOf(doc, 'GET', '/pets')
+      for (const status of ['200', '400', '401']) assert.ok(operation.responses[status], `listPets documents ${status}`)
+      assert.equal(deref(doc, operation.responses['200']?.content?.['application/json']?.schema).type, 'array')
+      const parameters = new Map((operation.parameters ?? []).map((parameter) => [parameter.name, parameter]))
+      assert.deepEqual([...parameters.keys()].sort(), ['cursor', 'limit', 'status'])
+      for (const parameter of parameters.values()) {
+        assert.equal(parameter.in, 'query', parameter.name)
+        assert.notEqual(parameter.required, true, `query parameter ${parameter.name} is optional, got ${JSON.stringify(parameter)}`)
+      }
+      const limit = deref(doc, parameters.get('limit')?.schema)
+      assert.equal(limit.type, 'integer')
+      assert.equal(limit.minimum, 1)
+      assert.equal(limit.maximum, 100)
+      assert.equal(limit.default, 20)
+      assert.deepEqual(deref(doc, parameters.get('status')?.schema).enum, ['available', 'pending', 'sold'])
+      assert.equal(deref(doc, parameters.get('cursor')?.schema).type, 'string')
+    })
+
+    test('documents getPet responses 200, 400, 401, 404 and the int64 path parameter petId', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const operation = operationOf(doc, 'GET', '/pets/{petId}')
+      for (const status of ['200', '400', '401', '404']) assert.ok(operation.responses[status], `getPet documents ${status}`)
+      const petId = operation.parameters?.find((parameter) => parameter.name === 'petId')
+      assert.ok(petId, JSON.stringify(operation.parameters))
+      assert.equal(petId.in, 'path')
+      assert.equal(petId.required, true)
+      const schema = deref(doc, petId.schema)
+      assert.equal(schema.type, 'integer')
+      assert.equal(schema.format, 'int64')
+    })
+
+    test('documents createPet responses 201, 400, 401, 413, 415 and a required closed JSON body with name and categoryId', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const operation = operationOf(doc, 'POST', '/pets')
+      for (const status of ['201', '400', '401', '413', '415']) assert.ok(operation.responses[status], `createPet documents ${status}`)
+      assert.equal(operation.requestBody?.required, true)
+      const body = deref(doc, operation.requestBody?.content['application/json']?.schema)
+      assert.equal(body.type, 'object')
+      assert.equal(body.additionalProperties, false)
+      assert.deepEqual([...(body.required as string[])].sort(), ['categoryId', 'name'])
+      assert.deepEqual(Object.keys(body.properties as Schema).sort(), ['categoryId', 'name', 'status'])
+      assert.deepEqual(deref(doc, operation.responses['201']?.content?.['application/json']?.schema).required, ['id', 'name', 'categoryId'])
+    })
+
+    test('has the component schemas Pet, NewPet, PetStatus and Error', async (t) => {
+      const { doc } = await fetchDocument(t)
+      for (const name of ['Pet', 'NewPet', 'PetStatus', 'Error']) assert.ok(doc.components.schemas[name], `components.schemas.${name}`)
+      assert.deepEqual(doc.components.schemas.PetStatus?.enum, ['available', 'pending', 'sold'])
+    })
+
+    test('Error has exactly the properties code, message and status, all required, and nothing else', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const error = deref(doc, doc.components.schemas.Error)
+      assert.equal(error.type, 'object')
+      assert.deepEqual(Object.keys(error.properties as Schema).sort(), ['code', 'message', 'status'])
+      assert.deepEqual([...(error.required as string[])].sort(), ['code', 'message', 'status'])
+      assert.equal(error.additionalProperties, false)
+    })
+
+    test('every component schema has examples, and each example validates against its schema', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const { validatorAt, errorsText } = documentValidator(doc)
+      const missing: string[] = []
+      for (const [name, schema] of Object.entries(doc.components.schemas)) {
+        const examples = schema.examples
+        if (!Array.isArray(examples) || examples.length === 0) {
+          missing.push(name)
+          continue
+        }
+        const validate = validatorAt('components', 'schemas', name)
+        for (const example of examples) assert.ok(validate(example), `example of ${name} ${JSON.stringify(example)}: ${errorsText(validate)}`)
+      }
+      assert.deepEqual(missing, [], `component schemas without examples: ${missing.join(', ')}`)
+    })
+
+    test('every $ref points at something in the document', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const refs = allRefs(doc)
+      assert.ok(refs.length > 0)
+      for (const ref of refs) assert.notEqual(atPointer(doc, ref), undefined, `dangling $ref ${ref}`)
+    })
+
+    test('describes every response header with a string schema', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const headers: string[] = []
+      for (const [path, item] of Object.entries(doc.paths)) {
+        for (const method of HTTP_METHODS) {
+          for (const [status, response] of Object.entries(item[method]?.responses ?? {})) {
+            for (const [name, header] of Object.entries(response.headers ?? {})) {
+              headers.push(name)
+              assert.deepEqual(header.schema, { type: 'string' }, `${method.toUpperCase()} ${path} ${status} header ${name}: ${JSON.stringify(header)}`)
+            }
+          }
+        }
+      }
+      assert.ok(headers.includes('WWW-Authenticate') && headers.includes('Link') && headers.includes('Location'), headers.join(', '))
+    })
+
+    test('is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const validator = new Validator()
+      const result = await validator.validate(structuredClone(doc) as unknown as Record<string, unknown>)
+      assert.ok(result.valid, JSON.stringify(result.errors, null, 2))
+      assert.equal(validator.version, '3.1')
+    })
+
+    test('lists exactly the operations the server serves under /v1', async (t) => {
+      const { doc, testApp: { app, auth } } = await fetchDocument(t)
+      assert.deepEqual(documentedOperations(doc), EXPECTED_OPERATIONS)
+      const created = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...auth, ...json }, payload: { name: 'Rex', categoryId: 1 } })
+      assert.equal(created.statusCode, 201, created.body)
+
+      // The route table under /v1 holds no path that the document does not list.
+      const served = routePaths(app.printRoutes({ commonPrefix: false }))
+        .filter((path) => path.startsWith('/v1/'))
+        .map((path) => path.slice('/v1'.length).replace(/:(\w+)/g, '{$1}'))
+      assert.deepEqual([...new Set(served)].sort(), Object.keys(doc.paths).sort(), app.printRoutes({ commonPrefix: false }))
+
+      // On those paths (with an animal 1 that exists), documented methods are served and every other one gets 405 with an Allow of the documented ones.
+      for (const path of Object.keys(doc.paths)) {
+        const documented = HTTP_METHODS.filter((method) => doc.paths[path]?.[method] !== undefined).map((method) => method.toUpperCase())
+        const url = `/v1${path.replace('{petId}', '1')}`
+        for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
+          assert.equal(app.hasRoute({ method, url: `/v1${path.replace(/\{(\w+)\}/g, ':$1')}` }), true, `${method} ${path} is routed`)
+          const response = await app.inject({ method, url, headers: auth })
+          if (documented.includes(method)) {
+            assert.ok(![404, 405].includes(response.statusCode), `${method} ${url} is documented but answered ${response.statusCode}: ${response.body}`)
+          } else {
+            assert.equal(response.statusCode, 405, `${method} ${url} is not documented but answered ${response.statusCode}: ${response.body}`)
+            const allow = String(response.headers.allow ?? '').split(',').map((name) => name.trim()).filter((name) => !['HEAD', 'OPTIONS'].includes(name))
+            assert.deepEqual(allow.sort(), [...documented].sort(), `Allow of ${url}`)
+          }
+        }
+      }
+      for (const url of ['/v1', '/v1/', '/v1/store', '/v1/store/orders/1', '/v1/pets/1/photos', '/v1/categories', '/v1/docs']) {
+        const response = await app.inject({ url, headers: auth })
+        assert.equal(response.statusCode, 404, `GET ${url} is not documented but answered ${response.statusCode}: ${response.body}`)
+      }
+    })
+  })
+})
+
+/** Full paths of the routes in `printRoutes({ commonPrefix: false })` output (a tree, four characters per level). */
+function routePaths (tree: string): string[] {
+  const stack: string[] = []
+  const paths: string[] = []
+  for (const line of tree.split('\n')) {
+    const match = /^((?:[│ ] {3})*)[├└]── (\S+)(?: \((.+)\))?$/.exec(line.trimEnd())
+    if (!match) continue
+    const depth = (match[1] ?? '').length / 4
+    stack.length = depth
+    const path = (stack[depth - 1] ?? '') + (match[2] ?? '')
+    stack.push(path)
+    if (match[3] !== undefined) paths.push(path)
+  }
+  return paths
+}
+
+interface Call {
+  name: string
+  method: 'GET' | 'POST'
+  /** The documented path template. */
+  path: string
+  /** Under /v1, with its query. */
+  url: string
+  expect: number
+  /** Replaces the valid Authorization header; `null` sends none. */
+  authorization?: string | null
+  headers?: Record<string, string>
+  body?: string
+}
+
+function calls (): Call[] {
+  const valid = JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' })
+  const create = (name: string, body: string, expect: number, headers: Record<string, string> = json): Call =>
+    ({ name: `createPet ${name}`, method: 'POST', path: '/pets', url: '/pets', body, headers, expect })
+  const list = (query: string, expect: number): Call => ({ name: `listPets ?${query}`, method: 'GET', path: '/pets', url: `/pets?${query}`, expect })
+  const get = (id: string, expect: number): Call => ({ name: `getPet ${id}`, method: 'GET', path: '/pets/{petId}', url: `/pets/${id}`, expect })
+  const withoutKey = (call: Call, authorization: string | null, label: string): Call =>
+    ({ ...call, name: `${call.name} ${label}`, authorization, expect: 401 })
+  const operations: Call[] = [
+    list('', 200), create('valid', valid, 201), get('1', 200),
+    { name: 'listStoreOrders', method: 'GET', path: '/store/orders', url: '/store/orders', expect: 501 }
+  ]
+  return [
+    create('valid with status', valid, 201),
+    create('valid without status', JSON.stringify({ name: 'Tom', categoryId: 2 }), 201),
+    create('with the largest int64 categoryId', '{"name":"Big","categoryId":9223372036854775807}', 201),
+    create('with the smallest int64 categoryId', '{"name":"Small","categoryId":-9223372036854775808,"status":"sold"}', 201),
+    create('with a name of spaces', JSON.stringify({ name: '   ', categoryId: 3, status: 'pending' }), 201),
+    create('with a name of 200 code points', JSON.stringify({ name: '🐕'.repeat(200), categoryId: 4 }), 201),
+    create('with an empty object', '{}', 400),
+    create('without categoryId', JSON.stringify({ name: 'Rex' }), 400),
+    create('without name', JSON.stringify({ categoryId: 1 }), 400),
+    create('with an empty name', JSON.stringify({ name: '', categoryId: 1 }), 400),
+    create('with a name of 201 code points', JSON.stringify({ name: 'a'.repeat(201), categoryId: 1 }), 400),
+    create('with a control character in name', JSON.stringify({ name: 'a\u0007b', categoryId: 1 }), 400),
+    create('with categoryId as a string', JSON.stringify({ name: 'Rex', categoryId: '5' }), 400),
+    create('with a fractional categoryId', JSON.stringify({ name: 'Rex', categoryId: 1.5 }), 400),
+    create('with categoryId beyond int64', '{"name":"Rex","categoryId":9223372036854775808}', 400),
+    create('with an unknown status', JSON.stringify({ name: 'Rex', categoryId: 1, status: 'lost' }), 400),
+    create('with null status', JSON.stringify({ name: 'Rex', categoryId: 1, status: null }), 400),
+    create('with an id', JSON.stringify({ id: 7, name: 'Rex', categoryId: 1 }), 400),
+    create('with an unknown field', JSON.stringify({ name: 'Rex', categoryId: 1, color: 'red' }), 400),
+    create('with an array body', '[]', 400),
+    create('with a null body', 'null', 400),
+    create('with malformed JSON', '{"name":', 400),
+    create('with an empty body', '', 400),
+    create('with a body over 65,536 bytes', JSON.stringify({ name: 'Rex', categoryId: 1, padding: 'x'.repeat(70_000) }), 413),
+    create('with Content-Type text/plain', valid, 415, { 'content-type': 'text/plain' }),
+    create('with Content-Encoding gzip', valid, 415, { ...json, 'content-encoding': 'gzip' }),
+    list('', 200),
+    list('status=available', 200),
+    list('status=sold&limit=1', 200),
+    list('limit=100', 200),
+    list('limit=0', 400),
+    list('limit=101', 400),
+    list('limit=abc', 400),
+    list('limit=', 400),
+    list('limit=1&limit=2', 400),
+    list('status=lost', 400),
+    list('cursor=garbage', 400),
+    list('cursor=', 400),
+    list('unknown=1', 200),
+    get('1', 200),
+    get('3', 200),
+    get('999999', 404),
+    get('9223372036854775807', 404),
+    get('abc', 400),
+    get('0', 400),
+    get('-1', 400),
+    get('01', 400),
+    get('1.5', 400),
+    get('9223372036854775808', 400),
+    { name: 'listStoreOrders', method: 'GET', path: '/store/orders', url: '/store/orders', expect: 501 },
+    { name: 'listStoreOrders with a query', method: 'GET', path: '/store/orders', url: '/store/orders?limit=5', expect: 501 },
+    ...operations.map((call) => withoutKey(call, null, 'without a key')),
+    ...operations.map((call) => withoutKey(call, 'Bearer ask_not-a-real-key', 'with an unknown key')),
+    ...operations.map((call) => withoutKey(call, 'Basic dXNlcjpwYXNz', 'with the Basic scheme')),
+    withoutKey(list('limit=0', 400), null, 'without a key (invalid limit too)'),
+    withoutKey(get('abc', 400), null, 'without a key (invalid id too)'),
+    withoutKey(create('invalid', '{}', 400), 'Bearer ', 'with an empty bearer token'),
+    { name: 'getOpenApiDocument without a key', method: 'GET', path: '/openapi.json', url: '/openapi.json', authorization: null, expect: 200 },
+    { name: 'getOpenApiDocument with an unknown key', method: 'GET', path: '/openapi.json', url: '/openapi.json', authorization: 'Bearer nope', expect: 200 }
+  ]
+}
+
+interface Checker {
+  doc: OpenApiDocument
+  validatorAt: (...segments: string[]) => ValidateFunction
+  errorsText: (validate: ValidateFunction) => string
+  /** `METHOD path status` of every response checked so far. */
+  seen: Set<string>
+}
+
+/** Asserts that a live response is documented for its operation and that its body matches the documented schema. */
+async function assertConforms (checker: Checker, method: string, path: string, response: Response): Promise<void> {
+  const text = await response.text()
+  const status = String(response.status)
+  const operation = operationOf(checker.doc, method, path)
+  const documented = operation.responses[status]
+  assert.ok(documented, `${method} ${path} answered ${status}, which is not documented (documented: ${Object.keys(operation.responses).join(', ')}): ${text}`)
+  checker.seen.add(`${method} ${path} ${status}`)
+  if (response.status === 204 || response.status === 304) {
+    assert.equal(text, '', `${status} has no body`)
+    return
+  }
+  assert.match(response.headers.get('content-type') ?? '', /^application\/json(;|$)/, `content-type of ${method} ${path} ${status}: ${text}`)
+  assert.ok(documented.content?.['application/json']?.schema, `${method} ${path} ${status} documents no application/json schema`)
+  const body: unknown = JSON.parse(text)
+  const validate = checker.validatorAt('paths', path, method.toLowerCase(), 'responses', status, 'content', 'application/json', 'schema')
+  assert.ok(validate(body), `${method} ${path} ${status} body does not match the document: ${checker.errorsText(validate)}: ${text}`)
+}
+
+async function send (server: TestServer, call: Call, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  const authorization = call.authorization === undefined ? server.auth.authorization : call.authorization
+  return await fetch(`${server.baseUrl}/v1${call.url}`, {
+    method: call.method,
+    headers: { ...(authorization !== null && { authorization }), ...call.headers, ...extraHeaders },
+    body: call.body
+  })
+}
+
+function nextLink (response: Response, baseUrl: string): string | undefined {
+  const link = response.headers.get('link')
+  if (link === null) return undefined
+  const match = /<([^>]+)>;\s*rel="next"/.exec(link)
+  assert.ok(match?.[1], `malformed Link header: ${link}`)
+  return new URL(match[1], baseUrl).toString()
+}
+
+describe('responses of the running server', () => {
+  describe('happy', () => {
+    test('are documented for their operation, application/json, and match the documented schema', async (t) => {
+      const server = await startServer(t)
+      const docResponse = await fetch(`${server.baseUrl}/v1/openapi.json`)
+      assert.equal(docResponse.status, 200)
+      const doc = await docResponse.json() as OpenApiDocument
+      const checker: Checker = { doc, ...documentValidator(doc), seen: new Set() }
+
+      for (const call of calls()) {
+        await t.test(`${call.name} answers ${call.expect} as documented`, async () => {
+          const response = await send(server, call)
+          assert.equal(response.status, call.expect, `${call.method} ${call.url}: ${await response.clone().text()}`)
+          await assertConforms(checker, call.method, call.path, response)
+        })
+      }
+
+      await t.test('listPets pages followed through Link headers, with and without status', async () => {
+        for (const first of ['/pets?limit=1', '/pets?limit=2&status=available', '/pets?limit=1&status=sold']) {
+          let url: string | undefined = `${server.baseUrl}/v1${first}`
+          let pages = 0
+          while (url !== undefined) {
+            const response = await fetch(url, { headers: server.auth })
+            assert.equal(response.status, 200, url)
+            url = nextLink(response, server.baseUrl)
+            await assertConforms(checker, 'GET', '/pets', response)
+            assert.ok(++pages <= 20, `paging from ${first} does not end`)
+          }
+          if (first === '/pets?limit=1') assert.ok(pages >= 6, `${first} gave ${pages} pages`)
+        }
+      })
+
+      await t.test('listPets answers If-None-Match on a full page with 304', async () => {
+        const full = await fetch(`${server.baseUrl}/v1/pets?limit=2`, { headers: server.auth })
+        const etag = full.headers.get('etag')
+        assert.ok(etag, 'a full page carries an ETag')
+        await assertConforms(checker, 'GET', '/pets', full)
+        const revalidated = await send(server, { name: '', method: 'GET', path: '/pets', url: '/pets?limit=2', expect: 304 }, { 'if-none-match': etag })
+        assert.equal(revalidated.status, 304)
+        await assertConforms(checker, 'GET', '/pets', revalidated)
+      })
+
+      await t.test('every documented response of every operation was observed', async () => {
+        const documented = Object.entries(doc.paths).flatMap(([path, item]) => HTTP_METHODS.flatMap((method) =>
+          Object.keys(item[method]?.responses ?? {}).map((status) => `${method.toUpperCase()} ${path} ${status}`)))
+        assert.deepEqual(documented.filter((entry) => !checker.seen.has(entry)), [])
+      })
+    })
+  })
+})
