@@ -74,7 +74,18 @@ export function parseJsonBody (bytes: Buffer): unknown {
 }
 
 function exactCategoryId (text: string): bigint {
-  const literal = (parseLossless(text) as Record<string, unknown>).categoryId
+  let document: Record<string, unknown>
+  try {
+    document = parseLossless(text) as Record<string, unknown>
+  } catch (error) {
+    // JSON.parse accepted the text, so the lossless parser can only object to a repeated
+    // key (which JSON.parse would silently resolve) or to nesting deeper than its stack.
+    const repeated = /duplicate key '([^']*)'/i.exec((error as Error).message)
+    throw ApiError.invalidRequest(repeated
+      ? `the request body repeats the field ${JSON.stringify(repeated[1])}; send each field once`
+      : 'the request body is nested too deeply')
+  }
+  const literal = document.categoryId
   const exact = isLosslessNumber(literal) ? parseInt64Literal(literal.value) : undefined
   if (exact === undefined) {
     throw ApiError.invalidRequest('categoryId must be an integer between -9223372036854775808 and 9223372036854775807, written without exponent')
