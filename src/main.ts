@@ -12,37 +12,25 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   const logger = pino(loggerOptions(config))
   let store: Store | undefined
   let app: FastifyInstance | undefined
-  try {
-    store = openStore(config, (error) => logger.error({ err: error }, 'database connection error'))
-    const applied = await store.migrate()
-    if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations')
-    app = await buildApp({ config, store, logger })
-    await app.listen({ host: config.host, port: config.port })
-  } catch (error) {
-    logger.fatal({ err: error }, 'could not start')
-    await app?.close().catch(() => {})
-    await store?.close().catch(() => {})
-    process.exitCode = 1
-    return
-  }
+  let stopping: Promise<void> | undefined
 
-  const running = app
-  const openStoreRef = store
-  let stopping = false
+  // Installed before anything starts: a signal that arrives while the server is still
+  // starting (or the instant it listens) must shut it down cleanly, not kill it.
   const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) return
-    stopping = true
+    if (stopping !== undefined) return
     logger.info({ signal }, 'shutting down: finishing requests in flight')
     const deadline = setTimeout(() => {
       logger.error('shutdown took too long; exiting')
       process.exit(1)
     }, SHUTDOWN_DEADLINE_MS).unref()
-    running.close()
-      .then(async () => openStoreRef.close())
-      .then(() => {
+    stopping = starting
+      .catch(() => {})
+      .then(async () => {
+        await app?.close()
+        await store?.close()
         clearTimeout(deadline)
         logger.info('stopped')
-        process.exitCode = 0
+        if (process.exitCode === undefined) process.exitCode = 0
       })
       .catch((error: unknown) => {
         logger.error({ err: error }, 'error while shutting down')
@@ -51,4 +39,23 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   }
   process.once('SIGTERM', stop)
   process.once('SIGINT', stop)
+
+  const starting = (async () => {
+    store = openStore(config, (error) => logger.error({ err: error }, 'database connection error'))
+    const applied = await store.migrate()
+    if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations')
+    app = await buildApp({ config, store, logger })
+    if (stopping === undefined) await app.listen({ host: config.host, port: config.port })
+  })()
+
+  try {
+    await starting
+  } catch (error) {
+    logger.fatal({ err: error }, 'could not start')
+    process.exitCode = 1
+    process.removeListener('SIGTERM', stop)
+    process.removeListener('SIGINT', stop)
+    await app?.close().catch(() => {})
+    await store?.close().catch(() => {})
+  }
 }

@@ -7,8 +7,13 @@ import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { createAccount, createApiKey } from '../../src/services/accounts.js'
+import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../../src/storage/store.js'
+import { createTestSchema } from './postgres.js'
+
+/** The engine HTTP tests run on: TEST_ENGINE=postgres runs them on PostgreSQL, anything else on SQLite. */
+export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite'
 
 export interface TestApp {
   app: FastifyInstance
@@ -17,7 +22,10 @@ export interface TestApp {
   key: string
   /** Authorization header carrying `key`. */
   auth: { authorization: string }
+  /** The SQLite file (empty on PostgreSQL). */
   dbPath: string
+  /** DATABASE_URL of the store, for spawned processes. */
+  databaseUrl: string
 }
 
 /** A fresh temporary directory, removed after the test. */
@@ -27,13 +35,23 @@ export function tempDir (t: TestContext): string {
   return dir
 }
 
-/** Opens and migrates a fresh SQLite store in a temporary directory, closed after the test. */
-export async function openTestStore (t: TestContext, dir = tempDir(t)): Promise<{ store: Store, dbPath: string }> {
-  const dbPath = join(dir, 'animal-store.sqlite')
+/**
+ * Opens and migrates a fresh store, closed after the test: a SQLite file in a temporary
+ * directory, or with TEST_ENGINE=postgres a schema of its own on the test PostgreSQL.
+ */
+export async function openTestStore (t: TestContext): Promise<{ store: Store, dbPath: string, databaseUrl: string }> {
+  if (TEST_ENGINE === 'postgres') {
+    const databaseUrl = await createTestSchema(t)
+    const store = openPostgresStore(databaseUrl, { poolSize: 4, onError: () => {} })
+    t.after(() => store.close())
+    await store.migrate()
+    return { store, dbPath: '', databaseUrl }
+  }
+  const dbPath = join(tempDir(t), 'animal-store.sqlite')
   const store = openSqliteStore(dbPath)
-  await store.migrate()
   t.after(() => store.close())
-  return { store, dbPath }
+  await store.migrate()
+  return { store, dbPath, databaseUrl: `sqlite:${dbPath}` }
 }
 
 export async function createTestKey (store: Store, email = 'test@example.com'): Promise<string> {
@@ -43,9 +61,9 @@ export async function createTestKey (store: Store, email = 'test@example.com'): 
 
 /** The real application on a fresh SQLite file, with one account and key; use app.inject. */
 export async function buildTestApp (t: TestContext, env: Record<string, string> = {}): Promise<TestApp> {
-  const { store, dbPath } = await openTestStore(t)
+  const { store, dbPath, databaseUrl } = await openTestStore(t)
   const app = await buildApp({ config: loadConfig(env), store, logger: pino({ level: 'silent' }) })
   t.after(() => app.close())
   const key = await createTestKey(store)
-  return { app, store, key, auth: { authorization: `Bearer ${key}` }, dbPath }
+  return { app, store, key, auth: { authorization: `Bearer ${key}` }, dbPath, databaseUrl }
 }

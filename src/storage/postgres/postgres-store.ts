@@ -97,7 +97,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     try {
       client = await pool.connect()
     } catch (error) {
-      throw new StoreUnavailableError(error)
+      throw isUnavailable(error) ? new StoreUnavailableError(error) : error
     }
     let broken = false
     try {
@@ -132,6 +132,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     return pets.map((_, index) => ({ id: firstId + index }))
   })
   const writes = new GroupCommit<NewPetRecord, { id: number }>(insertBatch, MAX_WRITE_BATCH)
+  let closing: Promise<void> | undefined
 
   return {
     engine: 'postgres',
@@ -208,10 +209,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     },
     migrate: async () => applyMigrations(transaction),
     ping: async () => { await query('SELECT 1') },
-    close: async () => {
-      await writes.drain()
-      await pool.end()
-    }
+    close: () => (closing ??= writes.drain().then(async () => pool.end()))
   }
 }
 

@@ -1,0 +1,269 @@
+import { describe, test, type TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { tempDir } from '../helpers/build-app.js'
+import { launchServer } from '../helpers/server-process.js'
+import { cliEnv, runCli, type CliResult } from '../helpers/spawn-cli.js'
+
+const KEY_PATTERN = /^ask_[0-9A-Za-z]{38}$/
+const STACK_FRAME = /\n\s+at /
+
+interface KeyJson { id: string, label: string | null, prefix: string, createdAt: string, lastUsedAt: string | null, revokedAt: string | null }
+
+function show (result: CliResult): string {
+  return `exit ${result.code}\n--- stdout\n${result.stdout}--- stderr\n${result.stderr}`
+}
+
+function newEnv (t: TestContext): { env: Record<string, string>, dbPath: string } {
+  const dbPath = join(tempDir(t), 'animal-store.sqlite')
+  return { env: cliEnv(dbPath), dbPath }
+}
+
+async function ok (args: string[], env: Record<string, string>): Promise<CliResult> {
+  const result = await runCli(args, env)
+  assert.equal(result.code, 0, `${args.join(' ')}\n${show(result)}`)
+  return result
+}
+
+/** Asserts exit 1, a message on stderr matching `message`, and no stack trace. */
+async function fails (args: string[], env: Record<string, string>, message: RegExp): Promise<CliResult> {
+  const result = await runCli(args, env)
+  assert.equal(result.code, 1, `${args.join(' ')}\n${show(result)}`)
+  assert.match(result.stderr, message, show(result))
+  assert.doesNotMatch(result.stderr, STACK_FRAME, show(result))
+  return result
+}
+
+function lastLine (stdout: string): string {
+  assert.ok(stdout.endsWith('\n'), `stdout does not end with a newline: ${JSON.stringify(stdout)}`)
+  return stdout.slice(0, -1).split('\n').at(-1) ?? ''
+}
+
+async function createKey (env: Record<string, string>, email: string, label = 'ci'): Promise<string> {
+  const result = await ok(['keys', 'create', '--email', email, '--label', label], env)
+  const key = lastLine(result.stdout)
+  assert.match(key, KEY_PATTERN, show(result))
+  return key
+}
+
+async function listKeys (env: Record<string, string>, email: string): Promise<KeyJson[]> {
+  const result = await ok(['keys', 'list', '--email', email, '--json'], env)
+  return JSON.parse(result.stdout) as KeyJson[]
+}
+
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
+describe('animal-store CLI', () => {
+  describe('help', () => {
+    const commands = [
+      ['--help'],
+      ['serve', '--help'],
+      ['migrate', '--help'],
+      ['accounts', '--help'],
+      ['accounts', 'create', '--help'],
+      ['keys', '--help'],
+      ['keys', 'create', '--help'],
+      ['keys', 'list', '--help'],
+      ['keys', 'revoke', '--help']
+    ]
+    for (const args of commands) {
+      test(`animal-store ${args.join(' ')} prints usage on stdout and exits 0`, { timeout: 60_000 }, async (t) => {
+        const { env, dbPath } = newEnv(t)
+        const result = await ok(args, env)
+        assert.match(result.stdout, /Usage:/, show(result))
+        const named = args.filter((arg) => arg !== '--help').join(' ')
+        assert.ok(result.stdout.includes(`animal-store ${named}`), `the usage does not name "animal-store ${named}"\n${show(result)}`)
+        assert.equal(result.stderr, '', show(result))
+        assert.equal(existsSync(dbPath), false, '--help must not create the database')
+      })
+    }
+  })
+
+  describe('accounts create', () => {
+    test('creates an account with an email and a name and exits 0', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      const result = await ok(['accounts', 'create', '--email', 'alice@example.com', '--name', 'Alice'], env)
+      assert.match(result.stdout, /alice@example\.com/, show(result))
+      assert.equal(result.stderr, '', show(result))
+    })
+
+    test('creates an account with an email only and exits 0', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'bob@example.com'], env)
+    })
+
+    test('refuses a second account with the same email, also differing only in case, with exit 1', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
+      await fails(['accounts', 'create', '--email', 'alice@example.com'], env, /already exists/)
+      await fails(['accounts', 'create', '--email', 'Alice@Example.COM', '--name', 'Other'], env, /alice@example\.com.*already exists|already exists.*alice@example\.com/i)
+    })
+
+    test('refuses an invalid email with exit 1', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await fails(['accounts', 'create', '--email', 'not-an-email'], env, /not-an-email.*not a valid email/)
+    })
+
+    test('refuses a missing --email with exit 1', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await fails(['accounts', 'create', '--name', 'Nobody'], env, /--email is required/)
+    })
+
+    test('refuses an unknown option with exit 1', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await fails(['accounts', 'create', '--email', 'alice@example.com', '--bogus', 'x'], env, /--bogus/)
+    })
+  })
+
+  describe('keys', () => {
+    test('keys create prints the key alone on the last line of stdout and exits 0', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
+      const result = await ok(['keys', 'create', '--email', 'alice@example.com', '--label', 'laptop'], env)
+      assert.match(lastLine(result.stdout), KEY_PATTERN, show(result))
+      assert.equal(result.stderr, '', show(result))
+    })
+
+    test('keys create for an unknown account exits 1 with a clear message', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      const result = await fails(['keys', 'create', '--email', 'ghost@example.com', '--label', 'x'], env, /no account has the email ghost@example\.com/)
+      assert.doesNotMatch(result.stdout, /ask_/, show(result))
+    })
+
+    test('keys list prints a table with a header row and never the secret', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
+      const key = await createKey(env, 'alice@example.com', 'laptop')
+      const result = await ok(['keys', 'list', '--email', 'alice@example.com'], env)
+      const [header, ...rows] = result.stdout.trimEnd().split('\n')
+      for (const column of ['ID', 'LABEL', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED']) {
+        assert.ok(header?.includes(column), `header lacks ${column}\n${show(result)}`)
+      }
+      assert.equal(rows.length, 1, show(result))
+      assert.match(rows[0] ?? '', /^key_\w+\s+laptop\s+/, show(result))
+      assert.ok(rows[0]?.includes(key.slice(0, 12)), `the row does not show the prefix ${key.slice(0, 12)}\n${show(result)}`)
+      assert.ok(!result.stdout.includes(key), show(result))
+      assert.ok(!result.stdout.includes(key.slice(12)), show(result))
+    })
+
+    test('keys list --json prints exactly {id, label, prefix, createdAt, lastUsedAt, revokedAt} per key', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
+      const first = await createKey(env, 'alice@example.com', 'laptop')
+      const second = await createKey(env, 'alice@example.com', 'ci')
+      const result = await ok(['keys', 'list', '--email', 'alice@example.com', '--json'], env)
+      assert.ok(!result.stdout.includes(first) && !result.stdout.includes(second), show(result))
+      const keys = JSON.parse(result.stdout) as KeyJson[]
+      assert.ok(Array.isArray(keys), show(result))
+      assert.equal(keys.length, 2, show(result))
+      for (const entry of keys) {
+        assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'id', 'label', 'lastUsedAt', 'prefix', 'revokedAt'], show(result))
+        assert.match(entry.id, /^key_[0-9A-Za-z]+$/)
+        assert.match(entry.createdAt, ISO)
+        assert.equal(entry.lastUsedAt, null)
+        assert.equal(entry.revokedAt, null)
+      }
+      assert.deepEqual(keys.map((entry) => [entry.label, entry.prefix]).sort(), [
+        ['ci', second.slice(0, 12)],
+        ['laptop', first.slice(0, 12)]
+      ].sort())
+    })
+
+    test('keys revoke <id> exits 0 and keys list then shows revokedAt', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
+      await createKey(env, 'alice@example.com')
+      const [before] = await listKeys(env, 'alice@example.com')
+      assert.ok(before)
+      const startedAt = Date.now()
+      await ok(['keys', 'revoke', before.id], env)
+      const [after] = await listKeys(env, 'alice@example.com')
+      assert.equal(after?.id, before.id)
+      assert.match(after?.revokedAt ?? '', ISO)
+      const revokedAt = Date.parse(after?.revokedAt ?? '')
+      assert.ok(revokedAt >= startedAt - 1000 && revokedAt <= Date.now(), `revokedAt ${after?.revokedAt} is outside the command window`)
+      assert.deepEqual({ ...after, revokedAt: null }, before)
+    })
+
+    test('keys revoke of an unknown id exits 1 with a clear message', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await ok(['migrate'], env)
+      await fails(['keys', 'revoke', 'key_doesnotexist00'], env, /no key has the id key_doesnotexist00/)
+    })
+  })
+
+  describe('migrate', () => {
+    test('exits 0 on a fresh database and again on an up-to-date one', { timeout: 60_000 }, async (t) => {
+      const { env, dbPath } = newEnv(t)
+      await ok(['migrate'], env)
+      assert.ok(existsSync(dbPath))
+      const again = await ok(['migrate'], env)
+      assert.match(again.stdout, /up to date/, show(again))
+    })
+  })
+
+  describe('security', () => {
+    test('the secret of a key never reaches the database file or its WAL', { timeout: 60_000 }, async (t) => {
+      const { env, dbPath } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
+      const key = await createKey(env, 'alice@example.com')
+      const server = launchServer(t, env)
+      const baseUrl = await server.listening
+      const response = await fetch(`${baseUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+      assert.equal(response.status, 200, await response.text())
+      const check = (when: string): void => {
+        const files = [dbPath, `${dbPath}-wal`].filter((file) => existsSync(file))
+        assert.ok(files.includes(dbPath), `${when}: no database file`)
+        // Positive control: the displayed prefix is stored, so the scan does see key material.
+        const prefix = Buffer.from(key.slice(0, 12), 'utf8')
+        assert.ok(files.some((file) => readFileSync(file).includes(prefix)), `${when}: the key prefix is in no database file`)
+        for (const file of files) {
+          const bytes = readFileSync(file)
+          for (const secret of [key, key.slice(12)]) {
+            assert.equal(bytes.indexOf(Buffer.from(secret, 'utf8')), -1, `${when}: ${file} contains the secret`)
+            assert.equal(bytes.indexOf(Buffer.from(secret, 'utf16le')), -1, `${when}: ${file} contains the secret (UTF-16)`)
+          }
+        }
+      }
+      check('while the server runs')
+      server.child.kill('SIGTERM')
+      assert.deepEqual(await server.exited, { code: 0, signal: null })
+      check('after the server stopped')
+    })
+
+    test('a key created by the CLI works against a running server, which refuses it within 1 second of keys revoke exiting', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
+      const key = await createKey(env, 'alice@example.com')
+      const [row] = await listKeys(env, 'alice@example.com')
+      assert.ok(row)
+      const server = launchServer(t, env)
+      const baseUrl = await server.listening
+      const auth = { authorization: `Bearer ${key}` }
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(`${baseUrl}/v1/pets`, { headers: auth })
+        assert.equal(response.status, 200, await response.text())
+      }
+
+      await ok(['keys', 'revoke', row.id], env)
+      const revokedAt = performance.now()
+      let refusedAfter: number | undefined
+      let lastStatus: number | undefined
+      while (performance.now() - revokedAt < 1000) {
+        const response = await fetch(`${baseUrl}/v1/pets`, { headers: auth })
+        lastStatus = response.status
+        const body = await response.text()
+        if (response.status === 401) {
+          refusedAfter = performance.now() - revokedAt
+          assert.equal(response.headers.get('www-authenticate'), 'Bearer realm="animal-store", error="invalid_token"')
+          assert.equal((JSON.parse(body) as { code: string }).code, 'unauthorized', body)
+          break
+        }
+        assert.equal(response.status, 200, body)
+      }
+      assert.ok(refusedAfter !== undefined && refusedAfter < 1000, `the server still accepted the revoked key 1000 ms after keys revoke exited (last status ${lastStatus})`)
+      assert.equal(server.child.exitCode, null, 'the server must keep running')
+    })
+  })
+})
