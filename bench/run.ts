@@ -8,8 +8,11 @@ import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pg from 'pg'
 import { createAccount, createApiKey } from '../src/services/accounts.js'
+import { openPostgresStore } from '../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
+import type { Store } from '../src/storage/store.js'
 
 const ANIMALS = Number(process.env.BENCH_ANIMALS ?? 10_000)
 const DURATION = process.env.BENCH_DURATION ?? '5s'
@@ -21,8 +24,28 @@ const pin = (core: number, command: string[]): string[] => (hasTaskset && cpus()
 
 interface Workload { name: string, path: string, script?: string }
 
-async function seed (dbPath: string): Promise<string> {
-  const store = openSqliteStore(dbPath)
+const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const POSTGRES_BENCH_DB = 'animal_store_bench'
+
+/** A fresh benchmark database on the local PostgreSQL, or undefined when none answers. */
+async function freshPostgresDatabase (): Promise<string | undefined> {
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 3000 })
+  try {
+    await admin.connect()
+    await admin.query(`DROP DATABASE IF EXISTS ${POSTGRES_BENCH_DB}`)
+    await admin.query(`CREATE DATABASE ${POSTGRES_BENCH_DB}`)
+  } catch (error) {
+    console.log(`PostgreSQL not measured: ${(error as Error).message}`)
+    return undefined
+  } finally {
+    await admin.end().catch(() => {})
+  }
+  const url = new URL(POSTGRES_ADMIN_URL)
+  url.pathname = `/${POSTGRES_BENCH_DB}`
+  return url.toString()
+}
+
+async function seed (store: Store): Promise<string> {
   await store.migrate()
   const statuses = ['available', 'pending', 'sold'] as const
   await Promise.all(Array.from({ length: ANIMALS }, (_, i) =>
@@ -63,16 +86,22 @@ async function main (): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-bench-'))
   try {
     const dbPath = join(dir, 'bench.sqlite')
-    const key = await seed(dbPath)
+    const key = await seed(openSqliteStore(dbPath))
+    const postgresUrl = await freshPostgresDatabase()
+    const postgresKey = postgresUrl === undefined ? undefined : await seed(openPostgresStore(postgresUrl, { poolSize: 4, onError: () => {} }))
     const workloads: Workload[] = [
       { name: 'GET /v1/pets?limit=20', path: '/v1/pets?limit=20' },
       { name: 'GET /v1/pets?status=sold&limit=20', path: '/v1/pets?status=sold&limit=20' },
       { name: 'GET /v1/pets/{random id}', path: '/v1/pets/1', script: join(root, 'bench', 'random-id.lua') },
       { name: 'POST /v1/pets', path: '/v1/pets', script: join(root, 'bench', 'create.lua') }
     ]
-    const contenders: Array<{ name: string, command: string[], env: Record<string, string>, url: string }> = [
-      { name: 'ceiling (bare node:http)', command: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { PORT: '18181', BENCH_KEY: key }, url: 'http://127.0.0.1:18181' },
-      { name: 'animal-store (SQLite)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18182', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, url: 'http://127.0.0.1:18182' }
+    const serviceLogLevel = process.env.BENCH_LOG_LEVEL ?? 'warn'
+    const contenders: Array<{ name: string, command: string[], env: Record<string, string>, url: string, key: string }> = [
+      { name: 'ceiling (bare node:http)', command: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { PORT: '18181', BENCH_KEY: key }, url: 'http://127.0.0.1:18181', key },
+      { name: 'animal-store (SQLite)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18182', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: serviceLogLevel }, url: 'http://127.0.0.1:18182', key },
+      ...(postgresUrl === undefined || postgresKey === undefined
+        ? []
+        : [{ name: 'animal-store (PostgreSQL)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18183', HOST: '127.0.0.1', DATABASE_URL: postgresUrl, LOG_LEVEL: serviceLogLevel }, url: 'http://127.0.0.1:18183', key: postgresKey }])
     ]
     const results = new Map<string, Array<ReturnType<typeof wrk>>>()
     for (let round = 1; round <= ROUNDS; round++) {
@@ -80,7 +109,7 @@ async function main (): Promise<void> {
         const child = startProcess(contender.command, contender.env)
         await waitForHttp(contender.url)
         for (const workload of workloads) {
-          const result = wrk(contender.url, key, workload)
+          const result = wrk(contender.url, contender.key, workload)
           const id = `${contender.name}|${workload.name}`
           results.set(id, [...(results.get(id) ?? []), result])
           console.log(`round ${round} ${contender.name.padEnd(26)} ${workload.name.padEnd(36)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50}  p99 ${result.p99}  non-2xx ${result.non2xx}  errors ${result.errors}`)
@@ -108,26 +137,28 @@ async function waitForHttp (url: string): Promise<void> {
 }
 
 function writeReport (workloads: Workload[], contenders: string[], results: Map<string, Array<ReturnType<typeof wrk>>>): void {
-  const [ceiling, service] = contenders
+  const [ceiling = '', ...services] = contenders
   const lines = [
     '# Benchmark results',
     '',
     `Date: ${new Date().toISOString()}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}.`,
     `Command: \`npm run bench\` (wrk -t1 -c${CONNECTIONS} -d${DURATION}, ${ROUNDS} interleaved rounds, median shown; ${ANIMALS} animals; server ${hasTaskset ? 'pinned to core 0, wrk to core 1' : 'not pinned'}; service LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}).`,
     '',
-    `| workload | ${ceiling} req/s | ${service} req/s | ratio | service p50 / p99 | non-2xx / errors |`,
-    '|---|---|---|---|---|---|'
+    `| workload | ${ceiling} req/s | ${services.map((service) => `${service} req/s (ratio) | p50 / p99 | non-2xx / errors`).join(' | ')} |`,
+    `|---|---|${services.map(() => '---|---|---|').join('')}`
   ]
   for (const workload of workloads) {
-    const base = results.get(`${ceiling}|${workload.name}`) ?? []
-    const ours = results.get(`${service}|${workload.name}`) ?? []
-    const baseRps = median(base.map((r) => r.rps))
-    const ourRps = median(ours.map((r) => r.rps))
-    const last = ours[ours.length - 1]
-    const bad = ours.reduce((sum, r) => sum + r.non2xx, 0) + '/' + ours.reduce((sum, r) => sum + r.errors, 0)
-    lines.push(`| ${workload.name} | ${baseRps.toFixed(0)} | ${ourRps.toFixed(0)} | ${(ourRps / baseRps).toFixed(2)}× | ${last?.p50 ?? '?'} / ${last?.p99 ?? '?'} | ${bad} |`)
+    const baseRps = median((results.get(`${ceiling}|${workload.name}`) ?? []).map((r) => r.rps))
+    const cells = services.map((service) => {
+      const ours = results.get(`${service}|${workload.name}`) ?? []
+      const ourRps = median(ours.map((r) => r.rps))
+      const last = ours[ours.length - 1]
+      const bad = `${ours.reduce((sum, r) => sum + r.non2xx, 0)} / ${ours.reduce((sum, r) => sum + r.errors, 0)}`
+      return `${ourRps.toFixed(0)} (${(ourRps / baseRps).toFixed(2)}×) | ${last?.p50 ?? '?'} / ${last?.p99 ?? '?'} | ${bad}`
+    })
+    lines.push(`| ${workload.name} | ${baseRps.toFixed(0)} | ${cells.join(' | ')} |`)
   }
-  lines.push('', 'Creates are durable: each 201 is sent after its group-committed transaction is synced (WAL, synchronous=FULL).', '')
+  lines.push('', 'Creates are durable: each 201 is sent after its group-committed transaction is synced (SQLite: WAL, synchronous=FULL; PostgreSQL: its own fsync settings).', '')
   writeFileSync(join(root, 'bench', 'results', 'latest.md'), lines.join('\n'))
   console.log('\n' + lines.join('\n'))
 }

@@ -9,6 +9,7 @@ import { registerErrorHandling, sendError, toApiError } from './http/plugins/err
 import { MAX_BODY_BYTES, registerJsonBodyParser } from './http/plugins/json-body.js'
 import { registerOpenApi } from './http/plugins/openapi.js'
 import { docsRoutes } from './http/routes/docs.js'
+import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
 import { KeyVerifier } from './services/key-verifier.js'
@@ -96,5 +97,6 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
   })
   await app.register(storeOrderRoutes)
   await app.register(docsRoutes)
+  await app.register(healthRoutes, { store })
   return app
 }

@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify'
+import { ApiError } from '../../core/errors.js'
+import type { Store } from '../../storage/store.js'
+
+const READINESS_TIMEOUT_MS = 2000
+
+/** Probes for load balancers and orchestrators: outside /v1, no key, not in the API document. */
+export async function healthRoutes (app: FastifyInstance, { store }: { store: Store }): Promise<void> {
+  app.get('/healthz', { schema: { hide: true } }, async function liveness (_request, reply) {
+    return reply.type('application/json; charset=utf-8').send('{"status":"ok"}')
+  })
+
+  app.get('/readyz', { schema: { hide: true } }, async function readiness (_request, reply) {
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error('timeout')), READINESS_TIMEOUT_MS)
+    })
+    try {
+      await Promise.race([store.ping(), timeout])
+    } catch {
+      throw new ApiError('service_unavailable', 'the database does not answer', { 'retry-after': '1' })
+    } finally {
+      clearTimeout(timer)
+    }
+    return reply.type('application/json; charset=utf-8').send('{"status":"ready"}')
+  })
+}
