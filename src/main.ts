@@ -41,7 +41,10 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   process.once('SIGINT', stop)
 
   const starting = (async () => {
-    store = openStore(config, (error) => logger.error({ err: error }, 'database connection error'))
+    store = openStore(config, {
+      onError: (error) => logger.error({ err: error }, 'database connection error'),
+      onWarning: (message) => logger.warn(message)
+    })
     const applied = await store.migrate()
     if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations')
     app = await buildApp({ config, store, logger })

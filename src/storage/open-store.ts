@@ -3,12 +3,23 @@ import { openPostgresStore } from './postgres/postgres-store.js'
 import { openSqliteStore } from './sqlite/sqlite-store.js'
 import type { Store } from './store.js'
 
-/** DATABASE_URL -> the engine's store. `onError` hears of background failures (dropped idle connections). */
-export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize'>, onError: (error: unknown) => void = () => {}): Store {
+export interface StoreEvents {
+  /** Background failures, such as a dropped idle connection. */
+  onError?: (error: unknown) => void
+  /** Settings that put durability at risk. */
+  onWarning?: (message: string) => void
+}
+
+/** DATABASE_URL -> the engine's store. */
+export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize'>, events: StoreEvents = {}): Store {
   switch (config.storage.engine) {
     case 'sqlite':
       return openSqliteStore(config.storage.path)
     case 'postgres':
-      return openPostgresStore(config.storage.url, { poolSize: config.databasePoolSize, onError })
+      return openPostgresStore(config.storage.url, {
+        poolSize: config.databasePoolSize,
+        onError: events.onError ?? (() => {}),
+        onWarning: events.onWarning ?? ((message) => process.stderr.write(`warning: ${message}\n`))
+      })
   }
 }

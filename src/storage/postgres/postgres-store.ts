@@ -69,7 +69,10 @@ function isUnavailable (error: unknown): boolean {
 
 export interface PostgresStoreOptions {
   poolSize: number
+  /** Background failures, such as an idle connection dropped by the server. */
   onError: (error: unknown) => void
+  /** Settings that put acknowledged writes at risk. */
+  onWarning?: (message: string) => void
 }
 
 export function openPostgresStore (url: string, options: PostgresStoreOptions): Store {
@@ -207,9 +210,23 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
       await query('INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, createValue()])
       return (await query<{ value: string }>('SELECT value FROM settings WHERE name = $1', [name]))[0]?.value ?? ''
     },
-    migrate: async () => applyMigrations(transaction),
+    migrate: async () => {
+      const applied = await applyMigrations(transaction)
+      await warnAboutDurability(query, options.onWarning ?? (() => {}))
+      return applied
+    },
     ping: async () => { await query('SELECT 1') },
     close: () => (closing ??= writes.drain().then(async () => pool.end()))
+  }
+}
+
+/** A server running with fsync or synchronous_commit off can lose commits it acknowledged. */
+async function warnAboutDurability (query: <Row extends pg.QueryResultRow>(text: string) => Promise<Row[]>, warn: (message: string) => void): Promise<void> {
+  for (const setting of ['fsync', 'synchronous_commit']) {
+    const [row] = await query<Record<string, string>>(`SHOW ${setting}`)
+    if (row?.[setting] === 'off') {
+      warn(`PostgreSQL runs with ${setting}=off: animals acknowledged with 201 can be lost in a crash. Turn it on for production.`)
+    }
   }
 }
 
