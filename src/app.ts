@@ -12,6 +12,7 @@ import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
+import { IdempotencyKeys } from './services/idempotency-keys.js'
 import { KeyVerifier } from './services/key-verifier.js'
 import { PetCatalog } from './services/pet-catalog.js'
 import type { Store } from './storage/store.js'
@@ -90,8 +91,11 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
   registerJsonBodyParser(app)
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, stagingBaseUrl: config.stagingBaseUrl })
 
+  const idempotencyKeys = new IdempotencyKeys(store.idempotency, (error) => app.log.error({ err: error }, 'purging idempotency keys failed'))
+  app.addHook('onClose', async () => idempotencyKeys.close())
   await app.register(petRoutes, {
     catalog: new PetCatalog(store.pets),
+    idempotencyKeys,
     cursors: createCursorCodec(cursorSecret),
     linkBase: config.publicBaseUrl ?? '/v1'
   })

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { LruCache } from '../core/lru-cache.js'
 import type { NewPetRecord } from '../core/pets.js'
-import type { ListPetsQuery, PetRepository } from '../storage/store.js'
+import type { IdempotencyKeyRef, ListPetsQuery, PetRepository } from '../storage/store.js'
 
 export interface CatalogPage {
   json: string
@@ -31,8 +31,8 @@ export class PetCatalog {
 
   constructor (private readonly repository: PetRepository) {}
 
-  async create (pet: NewPetRecord): Promise<{ id: number }> {
-    return this.repository.insert(pet)
+  async create (pet: NewPetRecord, claim?: IdempotencyKeyRef): Promise<{ id: number }> {
+    return this.repository.insert(pet, claim)
   }
 
   async findJsonById (id: number): Promise<string | undefined> {

@@ -21,9 +21,11 @@ export interface ListPetsQuery {
 export interface PetRepository {
   /**
    * Stores a new animal and resolves once it is durably committed. Concurrent calls may
-   * share one transaction (group commit); each still gets its own id.
+   * share one transaction (group commit); each still gets its own id. With `claim`, the
+   * claimed idempotency key is completed with the new id in that same transaction, so a
+   * key is never left pointing nowhere while its animal exists.
    */
-  insert (pet: NewPetRecord): Promise<{ id: number }>
+  insert (pet: NewPetRecord, claim?: IdempotencyKeyRef): Promise<{ id: number }>
   /** The animal as JSON, or undefined when no animal has that id. */
   findJsonById (id: number): Promise<string | undefined>
   /** Animals with id > afterId, optionally of one status, ordered by id ascending. */
@@ -83,11 +85,37 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+export interface IdempotencyKeyRef {
+  apiKeyId: string
+  key: string
+}
+
+export type IdempotencyClaim =
+  | { outcome: 'claimed' }
+  | { outcome: 'mismatch' }
+  | { outcome: 'in_flight' }
+  | { outcome: 'completed', petId: number }
+
+export interface IdempotencyRepository {
+  /**
+   * Claims the key for a new request, unless an earlier request holds it: 'mismatch' when
+   * that one had another fingerprint, 'in_flight' while it has not completed, 'completed'
+   * with the animal it created. Keys created before `expiredBefore`, and uncompleted ones
+   * created before `abandonedBefore`, are claimed afresh.
+   */
+  claim (ref: IdempotencyKeyRef, fingerprint: string, times: { now: Date, expiredBefore: Date, abandonedBefore: Date }): Promise<IdempotencyClaim>
+  /** Gives up a claim that was never completed (its request failed). */
+  release (ref: IdempotencyKeyRef): Promise<void>
+  /** Deletes keys created before the date; returns how many. */
+  purgeCreatedBefore (date: Date): Promise<number>
+}
+
 export interface Store {
   readonly engine: 'sqlite' | 'postgres'
   readonly pets: PetRepository
   readonly accounts: AccountRepository
   readonly apiKeys: ApiKeyRepository
+  readonly idempotency: IdempotencyRepository
   /** The named setting, created with the given value if it does not exist yet; all instances see the same value. */
   setting (name: string, createValue: () => string): Promise<string>
   /** Applies pending migrations; returns the versions applied. */

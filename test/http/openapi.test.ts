@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
+import { fingerprintOf } from '../../src/core/idempotency.js'
 import { buildTestApp, type TestApp } from '../helpers/build-app.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
@@ -216,10 +217,11 @@ describe('OpenAPI document', () => {
       assert.equal(schema.format, 'int64')
     })
 
-    test('documents createPet responses 201, 400, 401, 413, 415 and a required closed JSON body with name and categoryId', async (t) => {
+    test('documents createPet responses 201, 400, 401, 409, 413, 415, 422, the Idempotency-Key header and a required closed JSON body', async (t) => {
       const { doc } = await fetchDocument(t)
       const operation = operationOf(doc, 'POST', '/pets')
-      for (const status of ['201', '400', '401', '413', '415']) assert.ok(operation.responses[status], `createPet documents ${status}`)
+      for (const status of ['201', '400', '401', '409', '413', '415', '422']) assert.ok(operation.responses[status], `createPet documents ${status}`)
+      assert.ok(JSON.stringify(operation).includes('idempotency-key'), 'createPet documents the Idempotency-Key header')
       assert.equal(operation.requestBody?.required, true)
       const body = deref(doc, operation.requestBody?.content['application/json']?.schema)
       assert.equal(body.type, 'object')
@@ -396,6 +398,10 @@ function calls (): Call[] {
     create('with a body over 65,536 bytes', JSON.stringify({ name: 'Rex', categoryId: 1, padding: 'x'.repeat(70_000) }), 413),
     create('with Content-Type text/plain', valid, 415, { 'content-type': 'text/plain' }),
     create('with Content-Encoding gzip', valid, 415, { ...json, 'content-encoding': 'gzip' }),
+    create('with an Idempotency-Key', valid, 201, { ...json, 'idempotency-key': 'conformance-1' }),
+    create('repeated with the same Idempotency-Key', valid, 201, { ...json, 'idempotency-key': 'conformance-1' }),
+    create('with a used Idempotency-Key and another animal', JSON.stringify({ name: 'Other', categoryId: 9 }), 422, { ...json, 'idempotency-key': 'conformance-1' }),
+    create('with an invalid Idempotency-Key', valid, 400, { ...json, 'idempotency-key': 'has space' }),
     list('', 200),
     list('status=available', 200),
     list('status=sold&limit=1', 200),
@@ -492,6 +498,16 @@ describe('responses of the running server', () => {
           await assertConforms(checker, call.method, call.path, response)
         })
       }
+
+      await t.test('createPet answers 409 while a request with the same Idempotency-Key is in flight', async () => {
+        const account = await server.store.accounts.findByEmail('test@example.com')
+        const [apiKey] = await server.store.apiKeys.listByAccount(account?.id ?? 0)
+        await server.store.idempotency.claim({ apiKeyId: apiKey?.id ?? '', key: 'in-flight' }, fingerprintOf({ name: 'Rex', categoryId: 1, status: 'available' }),
+          { now: new Date(), expiredBefore: new Date(0), abandonedBefore: new Date(0) })
+        const response = await send(server, { name: '', method: 'POST', path: '/pets', url: '/pets', body: JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' }), headers: { ...json, 'idempotency-key': 'in-flight' }, expect: 409 })
+        assert.equal(response.status, 409)
+        await assertConforms(checker, 'POST', '/pets', response)
+      })
 
       await t.test('listPets pages followed through Link headers, with and without status', async () => {
         for (const first of ['/pets?limit=1', '/pets?limit=2&status=available', '/pets?limit=1&status=sold']) {

@@ -59,6 +59,24 @@ describe('two instances on one PostgreSQL database', () => {
     const exact = await (await fetch(`${urls[1]}/v1/pets/${creates[0]?.id}`, { headers: auth })).text()
     assert.match(exact, /"categoryId":9007199254740993[,}]/, 'int64 survives PostgreSQL')
 
+    const retries = await Promise.all(urls.concat(urls).map(async (url) => {
+      const response = await fetch(`${url}/v1/pets`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': 'same-order-everywhere' },
+        body: '{"name":"once","categoryId":5}'
+      })
+      return { status: response.status, location: response.headers.get('location') }
+    }))
+    const succeeded = retries.filter((retry) => retry.status === 201)
+    assert.ok(succeeded.length >= 1 && retries.every((retry) => retry.status === 201 || retry.status === 409), JSON.stringify(retries))
+    assert.equal(new Set(succeeded.map((retry) => retry.location)).size, 1, 'one animal for one Idempotency-Key, whichever instance answers')
+    const replay = await fetch(`${urls[1]}/v1/pets`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': 'same-order-everywhere' },
+      body: '{"name":"once","categoryId":5}'
+    })
+    assert.equal(replay.headers.get('location'), succeeded[0]?.location)
+
     const listed = await runCli(['keys', 'list', '--email', 'ops@example.com', '--json'], env)
     const [keyRow] = JSON.parse(listed.stdout) as Array<{ id: string }>
     assert.ok(keyRow)

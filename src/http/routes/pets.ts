@@ -5,6 +5,8 @@ import { type CursorCodec, InvalidCursorError } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
 import { parsePositiveInt64Text } from '../../core/int64.js'
 import { petToJson } from '../../core/pets.js'
+import { parseIdempotencyKey } from '../../core/idempotency.js'
+import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
 import { deprecationHeaders, ifNoneMatchHits, nextPageLink, petLocation } from '../headers.js'
 import { EXACT_CATEGORY_ID } from '../plugins/json-body.js'
@@ -14,6 +16,7 @@ import { registerMethodFallbacks } from './method-fallbacks.js'
 
 export interface PetRoutesOptions {
   catalog: PetCatalog
+  idempotencyKeys: IdempotencyKeys
   cursors: CursorCodec
   /** Base of absolute links, ending in /v1: the public base URL, or '/v1' for links relative to the host. */
   linkBase: string
@@ -71,7 +74,15 @@ const DEPRECATION_HEADERS = {
   Link: { type: 'string', description: 'The replacement: `</v1/pets>; rel="successor-version"`.' }
 }
 
-export async function petRoutes (fastify: FastifyInstance, { catalog, cursors, linkBase }: PetRoutesOptions): Promise<void> {
+function readIdempotencyKey (request: FastifyRequest): string | undefined {
+  const header = request.headers['idempotency-key']
+  if (header === undefined) return undefined
+  const key = typeof header === 'string' ? parseIdempotencyKey(header) : undefined
+  if (key === undefined) throw ApiError.invalidRequest('header Idempotency-Key must be 1 to 255 visible ASCII characters, sent once')
+  return key
+}
+
+export async function petRoutes (fastify: FastifyInstance, { catalog, idempotencyKeys, cursors, linkBase }: PetRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
 
   app.get('/v1/pets', {
@@ -125,23 +136,50 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, cursors, l
     schema: {
       operationId: 'createPet',
       summary: 'Add an animal',
-      description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most 65,536 bytes. No type coercion: `"5"` is not an integer.',
+      description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most 65,536 bytes. No type coercion: `"5"` is not an integer.\n\n' +
+        'Addition to the specification: with an `Idempotency-Key` header (IETF httpapi draft), a retry with the same key and the same animal returns the first response (status, body, `Location`) without creating a second animal, on any instance. The same key with another animal gets 422; while the first request with a key is still in flight, another gets 409. Keys belong to the API key that sent them and are kept 24 hours.',
       tags: ['animals'],
+      headers: Type.Object({
+        'idempotency-key': Type.Optional(Type.String({
+          description: 'Addition to the specification: 1 to 255 visible ASCII characters (a UUID is a good choice), optionally in double quotes.',
+          examples: ['8e03978e-40d5-43e8-bc93-6894a57f9324']
+        }))
+      }),
       body: NewPetSchema,
       response: {
         201: {
           ...PetRef,
-          description: 'The created animal.',
+          description: 'The created animal (or, for a repeated Idempotency-Key, the animal the first request created).',
           headers: { Location: { type: 'string', description: 'Path of the created animal: /v1/pets/{id}.' } }
         },
-        ...errorResponses(400, 401, 413, 415)
+        ...errorResponses(400, 401, 409, 413, 415, 422)
       }
     }
   }, async function createPet (request, reply) {
     const body = request.body as NewPet & { [EXACT_CATEGORY_ID]?: bigint }
     const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
-    const { id } = await catalog.create(pet)
-    return reply.code(201).header('location', petLocation(id)).type(JSON_TYPE).send(petToJson({ id, ...pet }))
+    const key = readIdempotencyKey(request)
+    const claim = key === undefined || request.apiKey === null ? undefined : { apiKeyId: request.apiKey.keyId, key }
+    const created = (id: number, json: string): FastifyReply =>
+      reply.code(201).header('location', petLocation(id)).type(JSON_TYPE).send(json)
+
+    if (claim !== undefined) {
+      const earlier = await idempotencyKeys.claim(claim, pet)
+      if (earlier.outcome === 'mismatch') throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was already used with a different animal; use a new key')
+      if (earlier.outcome === 'in_flight') throw new ApiError('idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly')
+      if (earlier.outcome === 'completed') {
+        const json = await catalog.findJsonById(earlier.petId)
+        if (json === undefined) throw new Error(`idempotency key refers to missing animal ${earlier.petId}`)
+        return created(earlier.petId, json)
+      }
+    }
+    try {
+      const { id } = await catalog.create(pet, claim)
+      return created(id, petToJson({ id, ...pet }))
+    } catch (error) {
+      if (claim !== undefined) await idempotencyKeys.release(claim).catch(() => {})
+      throw error
+    }
   })
 
   app.get('/v1/pets/:petId', {

@@ -21,6 +21,8 @@ const DESCRIPTIONS: Record<number, string> = {
   400: 'The request is invalid; the message names the field or parameter.',
   401: 'The API key is missing or invalid.',
   404: 'The requested resource could not be found.',
+  409: 'A request with the same Idempotency-Key is still in flight (idempotency_key_in_use).',
+  422: 'The Idempotency-Key was already used with a different request body (idempotency_key_reused).',
   413: 'The request body is larger than 65,536 bytes.',
   415: 'The request body is not application/json (or has a Content-Encoding other than identity).',
   501: 'The operation is not implemented.'

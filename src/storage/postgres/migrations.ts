@@ -47,5 +47,20 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number, name: string,
       );
       INSERT INTO counters (name, value) VALUES ('key_revocations', 0), ('pet_ids', 0);
     `
+  },
+  {
+    version: 2,
+    name: 'idempotency_keys',
+    sql: `
+      CREATE TABLE idempotency_keys (
+        api_key_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        pet_id BIGINT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (api_key_id, idempotency_key)
+      );
+      CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `
   }
 ]

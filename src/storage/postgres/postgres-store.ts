@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { decideClaim } from '../../core/idempotency.js'
 import type { NewPetRecord } from '../../core/pets.js'
 import { GroupCommit } from '../group-commit.js'
 import {
@@ -6,6 +7,8 @@ import {
   StoreUnavailableError,
   type AccountRow,
   type ApiKeyRow,
+  type IdempotencyClaim,
+  type IdempotencyKeyRef,
   type RevokeResult,
   type Store
 } from '../store.js'
@@ -67,6 +70,11 @@ function isUnavailable (error: unknown): boolean {
   return typeof message === 'string' && /timeout|Connection terminated|connection .*closed|Client has encountered a connection error/i.test(message)
 }
 
+interface PetWrite {
+  pet: NewPetRecord
+  claim: IdempotencyKeyRef | undefined
+}
+
 export interface PostgresStoreOptions {
   poolSize: number
   /** Background failures, such as an idle connection dropped by the server. */
@@ -116,7 +124,8 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     }
   }
 
-  const insertBatch = (pets: NewPetRecord[]): Promise<Array<{ id: number }>> => transaction(async (client) => {
+  const insertBatch = (batch: PetWrite[]): Promise<Array<{ id: number }>> => transaction(async (client) => {
+    const pets = batch.map((write) => write.pet)
     // Taking ids from one counter row serialises id assignment with commit order across
     // every instance, so a reader never sees id N+1 committed before id N: keyset pages
     // never skip an animal that commits late.
@@ -132,15 +141,20 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
       return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5})`
     })
     await client.query(`INSERT INTO pets (id, name, category_id, status, created_at) VALUES ${tuples.join(', ')}`, values)
+    for (const [index, { claim }] of batch.entries()) {
+      if (claim) {
+        await client.query('UPDATE idempotency_keys SET pet_id = $1 WHERE api_key_id = $2 AND idempotency_key = $3', [firstId + index, claim.apiKeyId, claim.key])
+      }
+    }
     return pets.map((_, index) => ({ id: firstId + index }))
   })
-  const writes = new GroupCommit<NewPetRecord, { id: number }>(insertBatch, MAX_WRITE_BATCH)
+  const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, MAX_WRITE_BATCH)
   let closing: Promise<void> | undefined
 
   return {
     engine: 'postgres',
     pets: {
-      insert: async (pet) => writes.submit(pet),
+      insert: async (pet, claim) => writes.submit({ pet, claim }),
       findJsonById: async (id) => (await query<{ json: string }>(`SELECT ${PET_JSON} AS json FROM pets WHERE id = $1`, [id]))[0]?.json,
       listPage: async ({ status, afterId, limit }) => {
         const [row] = status === undefined
@@ -204,6 +218,34 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
         })
         await query(`UPDATE api_keys AS k SET last_used_at = v.at FROM (VALUES ${tuples.join(', ')}) AS v (id, at)
           WHERE k.id = v.id AND (k.last_used_at IS NULL OR k.last_used_at < v.at)`, values)
+      }
+    },
+    idempotency: {
+      claim: async ({ apiKeyId, key }, fingerprint, { now, expiredBefore, abandonedBefore }) => transaction(async (client): Promise<IdempotencyClaim> => {
+        const inserted = await client.query(
+          'INSERT INTO idempotency_keys (api_key_id, idempotency_key, fingerprint, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+          [apiKeyId, key, fingerprint, now.getTime()])
+        if (inserted.rowCount === 1) return { outcome: 'claimed' }
+        const { rows } = await client.query<{ fingerprint: string, pet_id: string | null, created_at: string }>(
+          'SELECT fingerprint, pet_id, created_at FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2 FOR UPDATE', [apiKeyId, key])
+        const row = rows[0]
+        // Deleted by a purge between the two statements: a new claim on the next try.
+        if (row === undefined) return { outcome: 'in_flight' }
+        const stored = { fingerprint: row.fingerprint, petId: row.pet_id === null ? null : Number(row.pet_id), createdAt: Number(row.created_at) }
+        const decision = decideClaim(stored, fingerprint, { expiredBefore: expiredBefore.getTime(), abandonedBefore: abandonedBefore.getTime() })
+        if (decision === 'reclaim') {
+          await client.query('UPDATE idempotency_keys SET fingerprint = $1, pet_id = NULL, created_at = $2 WHERE api_key_id = $3 AND idempotency_key = $4',
+            [fingerprint, now.getTime(), apiKeyId, key])
+          return { outcome: 'claimed' }
+        }
+        return decision === 'completed' ? { outcome: 'completed', petId: stored.petId as number } : { outcome: decision }
+      }),
+      release: async ({ apiKeyId, key }) => {
+        await query('DELETE FROM idempotency_keys WHERE api_key_id = $1 AND idempotency_key = $2 AND pet_id IS NULL', [apiKeyId, key])
+      },
+      purgeCreatedBefore: async (date) => {
+        const deleted = await query<{ api_key_id: string }>('DELETE FROM idempotency_keys WHERE created_at < $1 RETURNING api_key_id', [date.getTime()])
+        return deleted.length
       }
     },
     setting: async (name, createValue) => {

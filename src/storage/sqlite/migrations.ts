@@ -44,5 +44,20 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
       );
       INSERT INTO counters (name, value) VALUES ('key_revocations', 0);
     `
+  },
+  {
+    version: 2,
+    name: 'idempotency_keys',
+    sql: `
+      CREATE TABLE idempotency_keys (
+        api_key_id TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        pet_id INTEGER,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (api_key_id, idempotency_key)
+      );
+      CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+    `
   }
 ]

@@ -1,12 +1,15 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
+import { decideClaim } from '../../core/idempotency.js'
 import type { NewPetRecord, PetStatus } from '../../core/pets.js'
 import { GroupCommit } from '../group-commit.js'
 import {
   DuplicateEmailError,
   type AccountRow,
   type ApiKeyRow,
+  type IdempotencyClaim,
+  type IdempotencyKeyRef,
   type ListPetsQuery,
   type PetPage,
   type RevokeResult,
@@ -58,6 +61,11 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
 })
 
 export class SqliteSettingsError extends Error {}
+
+interface PetWrite {
+  pet: NewPetRecord
+  claim: IdempotencyKeyRef | undefined
+}
 
 /** Opens the database file, creating its folder, and checks the durability settings. */
 function openDatabase (path: string): Database.Database {
@@ -123,23 +131,31 @@ function prepareStatements (db: Database.Database) {
     revocationMarker: db.prepare("SELECT value FROM counters WHERE name = 'key_revocations'").pluck(),
     recordLastUsed: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)'),
     insertSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING'),
-    settingByName: db.prepare('SELECT value FROM settings WHERE name = ?').pluck()
+    settingByName: db.prepare('SELECT value FROM settings WHERE name = ?').pluck(),
+    insertClaim: db.prepare('INSERT INTO idempotency_keys (api_key_id, idempotency_key, fingerprint, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING'),
+    claimByKey: db.prepare('SELECT fingerprint, pet_id AS petId, created_at AS createdAt FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?'),
+    renewClaim: db.prepare('UPDATE idempotency_keys SET fingerprint = ?, pet_id = NULL, created_at = ? WHERE api_key_id = ? AND idempotency_key = ?'),
+    completeClaim: db.prepare('UPDATE idempotency_keys SET pet_id = ? WHERE api_key_id = ? AND idempotency_key = ?'),
+    releaseClaim: db.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL'),
+    purgeClaims: db.prepare('DELETE FROM idempotency_keys WHERE created_at < ?')
   }
 }
 
 function buildStore (db: Database.Database, sql: () => Statements): Store {
-  const insertBatch = db.transaction((pets: NewPetRecord[]) => {
+  const insertBatch = db.transaction((writes: PetWrite[]) => {
     const now = Date.now()
-    return pets.map((pet) => ({
-      id: Number(sql().insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now).lastInsertRowid)
-    }))
+    return writes.map(({ pet, claim }) => {
+      const id = Number(sql().insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now).lastInsertRowid)
+      if (claim) sql().completeClaim.run(id, claim.apiKeyId, claim.key)
+      return { id }
+    })
   })
-  const writes = new GroupCommit<NewPetRecord, { id: number }>((pets) => insertBatch.immediate(pets), MAX_WRITE_BATCH)
+  const writes = new GroupCommit<PetWrite, { id: number }>((batch) => insertBatch.immediate(batch), MAX_WRITE_BATCH)
 
   return {
     engine: 'sqlite',
     pets: {
-      insert: async (pet) => writes.submit(pet),
+      insert: async (pet, claim) => writes.submit({ pet, claim }),
       findJsonById: async (id) => sql().petJsonById.get(id) as string | undefined,
       listPage: async ({ status, afterId, limit }: ListPetsQuery): Promise<PetPage> => {
         const row = status === undefined
@@ -187,6 +203,20 @@ function buildStore (db: Database.Database, sql: () => Statements): Store {
           for (const { id, at } of uses) sql().recordLastUsed.run(at.getTime(), id, at.getTime())
         }).immediate()
       }
+    },
+    idempotency: {
+      claim: async ({ apiKeyId, key }, fingerprint, { now, expiredBefore, abandonedBefore }) => db.transaction((): IdempotencyClaim => {
+        if (sql().insertClaim.run(apiKeyId, key, fingerprint, now.getTime()).changes === 1) return { outcome: 'claimed' }
+        const stored = sql().claimByKey.get(apiKeyId, key) as { fingerprint: string, petId: number | null, createdAt: number }
+        const decision = decideClaim(stored, fingerprint, { expiredBefore: expiredBefore.getTime(), abandonedBefore: abandonedBefore.getTime() })
+        if (decision === 'reclaim') {
+          sql().renewClaim.run(fingerprint, now.getTime(), apiKeyId, key)
+          return { outcome: 'claimed' }
+        }
+        return decision === 'completed' ? { outcome: 'completed', petId: stored.petId as number } : { outcome: decision }
+      }).immediate(),
+      release: async ({ apiKeyId, key }) => { sql().releaseClaim.run(apiKeyId, key) },
+      purgeCreatedBefore: async (date) => sql().purgeClaims.run(date.getTime()).changes
     },
     setting: async (name, createValue) => {
       sql().insertSetting.run(name, createValue())
