@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
+import { createServer } from 'node:http'
 import type { Ajv } from 'ajv'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { LoggerOptions } from 'pino'
@@ -8,6 +9,7 @@ import { authenticate, isUnderV1, registerAuth } from './http/plugins/auth.js'
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/errors.js'
 import { MAX_BODY_BYTES, registerJsonBodyParser } from './http/plugins/json-body.js'
 import { registerOpenApi } from './http/plugins/openapi.js'
+import { registerCors, registerLoadShedding, registerRateLimit } from './http/plugins/protection.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
@@ -65,6 +67,17 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
       answer().catch((failure: Error) => sendError(reply, toApiError(failure, request)))
     },
     return503OnClosing: true,
+    serverFactory: (handler) => {
+      const server = createServer({
+        headersTimeout: config.headersTimeoutMs,
+        requestTimeout: config.requestTimeoutMs,
+        keepAliveTimeout: config.keepAliveTimeoutMs,
+        // Node checks those deadlines on this interval; the default (30 s) would let slow clients linger.
+        connectionsCheckingInterval: 1000
+      }, handler)
+      server.maxConnections = config.maxConnections
+      return server
+    },
     forceCloseConnections: 'idle',
     ajv: {
       // CONTRACT.md: no type coercion, no silently removed properties.
@@ -87,7 +100,11 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
   })
 
   registerErrorHandling(app)
+  // Order of the onRequest hooks: shed load, answer CORS preflights, authenticate, then count against the key's limit.
+  await registerLoadShedding(app, config.loadShedEventLoopDelayMs)
+  await registerCors(app, config.corsOrigins)
   registerAuth(app, verifier)
+  await registerRateLimit(app, { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl })
   registerJsonBodyParser(app)
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, stagingBaseUrl: config.stagingBaseUrl })
 

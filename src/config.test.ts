@@ -10,7 +10,15 @@ test('loadConfig applies the documented defaults', () => {
     databasePoolSize: 10,
     publicBaseUrl: undefined,
     stagingBaseUrl: undefined,
-    logLevel: 'info'
+    logLevel: 'info',
+    rateLimitPerMinute: 0,
+    redisUrl: undefined,
+    corsOrigins: [],
+    loadShedEventLoopDelayMs: 1000,
+    headersTimeoutMs: 10_000,
+    requestTimeoutMs: 30_000,
+    keepAliveTimeoutMs: 72_000,
+    maxConnections: 10_000
   })
 })
 
@@ -32,6 +40,30 @@ test('loadConfig reads every variable', () => {
   assert.equal(config.stagingBaseUrl, 'https://staging.example.com/v1')
   assert.equal(config.logLevel, 'warn')
   assert.ok(Object.isFrozen(config))
+})
+
+test('loadConfig reads the protection settings', () => {
+  const config = loadConfig({
+    RATE_LIMIT_PER_MINUTE: '600',
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    CORS_ORIGINS: 'https://app.example.com, http://localhost:3000',
+    LOAD_SHED_EVENT_LOOP_DELAY_MS: '0',
+    HEADERS_TIMEOUT_MS: '2000',
+    REQUEST_TIMEOUT_MS: '5000',
+    KEEP_ALIVE_TIMEOUT_MS: '65000',
+    MAX_CONNECTIONS: '100'
+  })
+  assert.equal(config.rateLimitPerMinute, 600)
+  assert.equal(config.redisUrl, 'redis://127.0.0.1:6379')
+  assert.deepEqual(config.corsOrigins, ['https://app.example.com', 'http://localhost:3000'])
+  assert.equal(config.loadShedEventLoopDelayMs, 0)
+  assert.equal(config.headersTimeoutMs, 2000)
+  assert.equal(config.requestTimeoutMs, 5000)
+  assert.equal(config.keepAliveTimeoutMs, 65000)
+  assert.equal(config.maxConnections, 100)
+  assert.throws(() => loadConfig({ CORS_ORIGINS: 'https://app.example.com/path' }), /CORS_ORIGINS/)
+  assert.throws(() => loadConfig({ REDIS_URL: 'http://x' }), /REDIS_URL/)
+  assert.throws(() => loadConfig({ RATE_LIMIT_PER_MINUTE: '-1' }), /RATE_LIMIT_PER_MINUTE/)
 })
 
 test('loadConfig recognises PostgreSQL URLs', () => {

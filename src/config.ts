@@ -18,6 +18,22 @@ export interface Config {
   /** Absolute base URL of the staging API, ending in /v1. */
   stagingBaseUrl: string | undefined
   logLevel: LogLevel
+  /** Per API key and minute; 0 turns rate limiting off. */
+  rateLimitPerMinute: number
+  /** Redis shared by all instances for rate-limit counters; undefined counts in memory per instance. */
+  redisUrl: string | undefined
+  /** Origins allowed to call the API from browsers; empty turns CORS off. */
+  corsOrigins: string[]
+  /** Event-loop delay above which requests are shed with 503; 0 turns shedding off. */
+  loadShedEventLoopDelayMs: number
+  /** Time allowed to receive a request's headers. */
+  headersTimeoutMs: number
+  /** Time allowed to receive a whole request. */
+  requestTimeoutMs: number
+  /** How long an idle keep-alive connection stays open. */
+  keepAliveTimeoutMs: number
+  /** Concurrent connections accepted per instance; more are refused. */
+  maxConnections: number
 }
 
 export const DEFAULT_SQLITE_PATH = './data/animal-store.sqlite'
@@ -45,6 +61,14 @@ export function loadConfig (env: Env): Readonly<Config> {
   const publicBaseUrl = readBaseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL, fail)
   const stagingBaseUrl = readBaseUrl('STAGING_BASE_URL', env.STAGING_BASE_URL, fail)
   const logLevel = readLogLevel(env.LOG_LEVEL, fail)
+  const rateLimitPerMinute = readInteger('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 0, 1_000_000_000, fail)
+  const redisUrl = readRedisUrl(env.REDIS_URL, fail)
+  const corsOrigins = readOrigins(env.CORS_ORIGINS, fail)
+  const loadShedEventLoopDelayMs = readInteger('LOAD_SHED_EVENT_LOOP_DELAY_MS', env.LOAD_SHED_EVENT_LOOP_DELAY_MS, 0, 60_000, fail)
+  const headersTimeoutMs = readInteger('HEADERS_TIMEOUT_MS', env.HEADERS_TIMEOUT_MS, 100, 600_000, fail)
+  const requestTimeoutMs = readInteger('REQUEST_TIMEOUT_MS', env.REQUEST_TIMEOUT_MS, 100, 3_600_000, fail)
+  const keepAliveTimeoutMs = readInteger('KEEP_ALIVE_TIMEOUT_MS', env.KEEP_ALIVE_TIMEOUT_MS, 100, 3_600_000, fail)
+  const maxConnections = readInteger('MAX_CONNECTIONS', env.MAX_CONNECTIONS, 1, 1_000_000, fail)
 
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze({
@@ -54,7 +78,15 @@ export function loadConfig (env: Env): Readonly<Config> {
     databasePoolSize: databasePoolSize ?? 10,
     publicBaseUrl,
     stagingBaseUrl,
-    logLevel: logLevel ?? 'info'
+    logLevel: logLevel ?? 'info',
+    rateLimitPerMinute: rateLimitPerMinute ?? 0,
+    redisUrl,
+    corsOrigins: corsOrigins ?? [],
+    loadShedEventLoopDelayMs: loadShedEventLoopDelayMs ?? 1000,
+    headersTimeoutMs: headersTimeoutMs ?? 10_000,
+    requestTimeoutMs: requestTimeoutMs ?? 30_000,
+    keepAliveTimeoutMs: keepAliveTimeoutMs ?? 72_000,
+    maxConnections: maxConnections ?? 10_000
   })
 }
 
@@ -98,6 +130,24 @@ function readBaseUrl (variable: string, value: string | undefined, fail: Fail): 
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail(variable, 'expected an http or https URL', value)
   if (url.search !== '' || url.hash !== '') return fail(variable, 'expected a URL without query or fragment', value)
   return value.replace(/\/+$/, '')
+}
+
+function readRedisUrl (value: string | undefined, fail: Fail): string | undefined {
+  if (value === undefined || value === '') return undefined
+  return /^rediss?:\/\/./.test(value) ? value : fail('REDIS_URL', 'expected redis://host:port or rediss://…', redactUrl(value))
+}
+
+function readOrigins (value: string | undefined, fail: Fail): string[] | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  const origins = value.split(',').map((origin) => origin.trim()).filter((origin) => origin !== '')
+  const valid = origins.every((origin) => {
+    try {
+      return new URL(origin).origin === origin
+    } catch {
+      return false
+    }
+  })
+  return valid ? origins : fail('CORS_ORIGINS', 'expected a comma-separated list of origins such as https://app.example.com', value)
 }
 
 function readLogLevel (value: string | undefined, fail: Fail): LogLevel | undefined {

@@ -5,6 +5,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { fingerprintOf } from '../../src/core/idempotency.js'
 import { buildTestApp, type TestApp } from '../helpers/build-app.js'
+import { routePaths } from '../helpers/routes.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 type Schema = Record<string, unknown>
@@ -328,22 +329,6 @@ describe('OpenAPI document', () => {
     })
   })
 })
-
-/** Full paths of the routes in `printRoutes({ commonPrefix: false })` output (a tree, four characters per level). */
-function routePaths (tree: string): string[] {
-  const stack: string[] = []
-  const paths: string[] = []
-  for (const line of tree.split('\n')) {
-    const match = /^((?:[│ ] {3})*)[├└]── (\S+)(?: \((.+)\))?$/.exec(line.trimEnd())
-    if (!match) continue
-    const depth = (match[1] ?? '').length / 4
-    stack.length = depth
-    const path = (stack[depth - 1] ?? '') + (match[2] ?? '')
-    stack.push(path)
-    if (match[3] !== undefined) paths.push(path)
-  }
-  return paths
-}
 
 interface Call {
   name: string

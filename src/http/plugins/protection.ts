@@ -1,0 +1,82 @@
+import type { FastifyInstance } from 'fastify'
+import cors from '@fastify/cors'
+import rateLimit from '@fastify/rate-limit'
+import underPressure from '@fastify/under-pressure'
+import { Redis } from 'ioredis'
+import { ApiError } from '../../core/errors.js'
+import { sendError } from './errors.js'
+
+const RATE_LIMIT_WINDOW_MS = 60_000
+const POLICY = '"per-key"'
+
+/**
+ * Sheds load with 503 and Retry-After while the event loop lags, so latency stays
+ * bounded instead of every request queueing behind the backlog.
+ */
+export async function registerLoadShedding (app: FastifyInstance, maxEventLoopDelayMs: number): Promise<void> {
+  if (maxEventLoopDelayMs === 0) return
+  await app.register(underPressure, {
+    maxEventLoopDelay: maxEventLoopDelayMs,
+    sampleInterval: Math.min(100, maxEventLoopDelayMs),
+    retryAfter: 1,
+    pressureHandler: (request, reply) => {
+      sendError(reply, new ApiError('service_unavailable', 'the service is overloaded; retry shortly', { 'retry-after': '1' }))
+    }
+  })
+}
+
+/**
+ * Optional per-key rate limit (RATE_LIMIT_PER_MINUTE), counted in Redis when REDIS_URL
+ * is set so that every instance shares one budget. Registered after authentication:
+ * only requests with a valid key are counted, by key. If Redis fails, requests are let
+ * through rather than refused (availability over strictness), and the failure is logged.
+ */
+export async function registerRateLimit (app: FastifyInstance, options: { perMinute: number, redisUrl: string | undefined }): Promise<void> {
+  if (options.perMinute === 0) return
+  const redis = options.redisUrl === undefined
+    ? undefined
+    : new Redis(options.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
+  redis?.on('error', (error) => app.log.warn({ err: error }, 'rate-limit Redis unavailable'))
+  if (redis) app.addHook('onClose', async () => { redis.disconnect() })
+
+  await app.register(rateLimit, {
+    max: options.perMinute,
+    timeWindow: RATE_LIMIT_WINDOW_MS,
+    hook: 'onRequest',
+    ...(redis && { redis, nameSpace: 'animal-store:rate-limit:' }),
+    skipOnError: true,
+    allowList: (request) => request.apiKey === null,
+    keyGenerator: (request) => request.apiKey?.keyId ?? request.ip,
+    errorResponseBuilder: (_request, context) =>
+      new ApiError('rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}`)
+  })
+
+  // The plugin writes the X-RateLimit-* trio; clients get the IETF draft's two fields instead
+  // (draft-ietf-httpapi-ratelimit-headers): the policy, and what is left of it.
+  app.addHook('onSend', async (_request, reply) => {
+    const limit = reply.getHeader('x-ratelimit-limit')
+    if (limit === undefined) return
+    const remaining = reply.getHeader('x-ratelimit-remaining')
+    const reset = reply.getHeader('x-ratelimit-reset')
+    reply.removeHeader('x-ratelimit-limit')
+    reply.removeHeader('x-ratelimit-remaining')
+    reply.removeHeader('x-ratelimit-reset')
+    reply.header('ratelimit-policy', `${POLICY};q=${String(limit)};w=${RATE_LIMIT_WINDOW_MS / 1000}`)
+    reply.header('ratelimit', `${POLICY};r=${String(remaining)};t=${String(reset)}`)
+  })
+}
+
+const EXPOSED_HEADERS = ['Link', 'Location', 'ETag', 'Deprecation', 'Sunset', 'X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy']
+
+/** CORS stays off unless CORS_ORIGINS lists the browser origins allowed to call the API. */
+export async function registerCors (app: FastifyInstance, origins: string[]): Promise<void> {
+  if (origins.length === 0) return
+  await app.register(cors, {
+    origin: origins,
+    methods: ['GET', 'HEAD', 'POST'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'X-Request-Id'],
+    exposedHeaders: EXPOSED_HEADERS,
+    maxAge: 600,
+    strictPreflight: true
+  })
+}

@@ -1,0 +1,159 @@
+import { connect, type Socket } from 'node:net'
+import { once } from 'node:events'
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { pino } from 'pino'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { buildTestApp, createTestKey } from '../helpers/build-app.js'
+import { redisAvailable, REDIS_URL } from '../helpers/redis.js'
+import { routePaths } from '../helpers/routes.js'
+import { startServer } from '../helpers/start-server.js'
+
+describe('rate limiting', () => {
+  test('is off by default: no RateLimit headers', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const response = await app.inject({ url: '/v1/pets', headers: auth })
+    assert.equal(response.headers.ratelimit, undefined)
+    assert.equal(response.headers['ratelimit-policy'], undefined)
+  })
+
+  test('counts per key, announces the IETF draft headers and answers 429 rate_limited with Retry-After', async (t) => {
+    const testApp = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3' })
+    for (const remaining of [2, 1, 0]) {
+      const response = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+      assert.equal(response.statusCode, 200, response.body)
+      assert.equal(response.headers['ratelimit-policy'], '"per-key";q=3;w=60')
+      assert.match(String(response.headers.ratelimit), new RegExp(`^"per-key";r=${remaining};t=\\d+$`))
+      assert.equal(response.headers['x-ratelimit-limit'], undefined)
+    }
+    const limited = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+    assert.equal(limited.statusCode, 429, limited.body)
+    assert.deepEqual(Object.keys(limited.json()).sort(), ['code', 'message', 'status'])
+    assert.equal(limited.json<{ code: string }>().code, 'rate_limited')
+    assert.equal(limited.json<{ status: number }>().status, 429)
+    assert.match(String(limited.headers['retry-after']), /^\d+$/)
+    assert.match(String(limited.headers.ratelimit), /^"per-key";r=0;t=\d+$/)
+
+    const otherKey = await createTestKey(testApp.store, 'other@example.com')
+    const other = await testApp.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${otherKey}` } })
+    assert.equal(other.statusCode, 200, 'another key has a budget of its own')
+    const anonymous = await testApp.app.inject({ url: '/v1/pets' })
+    assert.equal(anonymous.statusCode, 401, 'requests without a valid key are refused before they are counted')
+    assert.equal((await testApp.app.inject({ url: '/v1/openapi.json' })).statusCode, 200, 'public routes are not limited')
+  })
+
+  test('is shared by instances through Redis when REDIS_URL is set', async (t) => {
+    if (!await redisAvailable()) {
+      t.skip('Redis is not reachable')
+      return
+    }
+    const first = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', REDIS_URL })
+    const second = await buildApp({ config: loadConfig({ RATE_LIMIT_PER_MINUTE: '3', REDIS_URL }), store: first.store, logger: pino({ level: 'silent' }) })
+    t.after(() => second.close())
+    const statuses: number[] = []
+    for (const app of [first.app, second, first.app, second]) {
+      statuses.push((await app.inject({ url: '/v1/pets', headers: first.auth })).statusCode)
+    }
+    assert.deepEqual(statuses, [200, 200, 200, 429])
+  })
+})
+
+describe('load shedding', () => {
+  test('answers 503 service_unavailable with Retry-After while the event loop lags, then recovers', { timeout: 30_000 }, async (t) => {
+    const { app, auth } = await buildTestApp(t, { LOAD_SHED_EVENT_LOOP_DELAY_MS: '50' })
+    await app.ready()
+    let shed: { statusCode: number, headers: Record<string, unknown>, body: string } | undefined
+    for (let attempt = 0; attempt < 20 && shed === undefined; attempt++) {
+      const blockedUntil = Date.now() + 300
+      while (Date.now() < blockedUntil) { /* keep the event loop busy, as an overload would */ }
+      await new Promise((resolve) => setImmediate(resolve))
+      for (let probe = 0; probe < 20 && shed === undefined; probe++) {
+        const response = await app.inject({ url: '/v1/pets', headers: auth })
+        if (response.statusCode === 503) shed = response
+        else assert.equal(response.statusCode, 200, response.body)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    assert.ok(shed, 'no request was shed although the event loop was blocked')
+    assert.deepEqual(JSON.parse(shed.body), { code: 'service_unavailable', message: 'the service is overloaded; retry shortly', status: 503 })
+    assert.equal(shed.headers['retry-after'], '1')
+    let status = 503
+    for (let attempt = 0; attempt < 200 && status !== 200; attempt++) {
+      status = (await app.inject({ url: '/v1/pets', headers: auth })).statusCode
+      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    assert.equal(status, 200, 'requests are served again once the loop is idle')
+  })
+})
+
+describe('CORS', () => {
+  test('is off by default: no Access-Control-Allow-Origin even for a browser origin', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const response = await app.inject({ url: '/v1/pets', headers: { ...auth, origin: 'https://evil.example' } })
+    assert.equal(response.headers['access-control-allow-origin'], undefined)
+  })
+
+  test('allows only the listed origins, and answers their preflight without a key', async (t) => {
+    const { app, auth } = await buildTestApp(t, { CORS_ORIGINS: 'https://app.example.com' })
+    const preflight = await app.inject({
+      method: 'OPTIONS',
+      url: '/v1/pets',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' }
+    })
+    assert.equal(preflight.statusCode, 204, preflight.body)
+    assert.equal(preflight.headers['access-control-allow-origin'], 'https://app.example.com')
+    assert.match(String(preflight.headers['access-control-allow-headers']), /Authorization/)
+    const allowed = await app.inject({ url: '/v1/pets', headers: { ...auth, origin: 'https://app.example.com' } })
+    assert.equal(allowed.headers['access-control-allow-origin'], 'https://app.example.com')
+    assert.match(String(allowed.headers['access-control-expose-headers']), /Link/)
+    const refused = await app.inject({ url: '/v1/pets', headers: { ...auth, origin: 'https://evil.example' } })
+    assert.equal(refused.headers['access-control-allow-origin'], undefined)
+  })
+})
+
+describe('slow clients', () => {
+  test('sockets that never finish their headers are closed while normal requests are served', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t, { HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2000' })
+    const { port } = new URL(server.baseUrl)
+    const slow: Socket[] = []
+    for (let i = 0; i < 50; i++) {
+      const socket = connect(Number(port), '127.0.0.1')
+      socket.on('error', () => {})
+      // Read whatever the server says (its 408), so that its close reaches this end.
+      socket.resume()
+      await once(socket, 'connect')
+      socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Slow: ')
+      slow.push(socket)
+    }
+    t.after(() => { for (const socket of slow) socket.destroy() })
+    const closed = Promise.all(slow.map((socket) => socket.closed ? Promise.resolve() : once(socket, 'close')))
+
+    const normal = await fetch(`${server.baseUrl}/v1/pets`, { headers: server.auth })
+    assert.equal(normal.status, 200, 'a normal request is served while slow sockets hang')
+    await closed
+    assert.ok(slow.every((socket) => socket.destroyed), 'every slow socket was closed by the server')
+    const after = await fetch(`${server.baseUrl}/v1/pets`, { headers: server.auth })
+    assert.equal(after.status, 200)
+  })
+})
+
+describe('surface', () => {
+  test('every response says nosniff and names no framework or version', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    for (const [url, headers] of [['/v1/pets', auth], ['/v1/nope', auth], ['/v1/pets', {}], ['/docs', {}], ['/healthz', {}], ['/v1/openapi.json', {}]] as const) {
+      const response = await app.inject({ url, headers })
+      assert.equal(response.headers['x-content-type-options'], 'nosniff', url)
+      assert.equal(response.headers['x-powered-by'], undefined, url)
+      assert.equal(response.headers.server, undefined, url)
+    }
+  })
+
+  test('outside /v1 the server answers only /docs, /healthz and /readyz', async (t) => {
+    const { app } = await buildTestApp(t)
+    await app.ready()
+    const outside = routePaths(app.printRoutes({ commonPrefix: false })).filter((path) => !path.startsWith('/v1'))
+    const unexpected = outside.filter((path) => !(path === '/docs' || path.startsWith('/docs/') || path === '/healthz' || path === '/readyz'))
+    assert.deepEqual(unexpected, [], app.printRoutes({ commonPrefix: false }))
+  })
+})
