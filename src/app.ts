@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { Ajv } from 'ajv'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
@@ -8,7 +8,9 @@ import { createCursorCodec } from './core/cursor.js'
 import { authenticate, isUnderV1, registerAuth } from './http/plugins/auth.js'
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/errors.js'
 import { MAX_BODY_BYTES, registerJsonBodyParser } from './http/plugins/json-body.js'
+import { registerMetrics } from './http/plugins/metrics.js'
 import { registerOpenApi } from './http/plugins/openapi.js'
+import { commonHeaders, registerRequestContext, requestIdOf } from './http/plugins/request-context.js'
 import { registerCors, registerLoadShedding, registerRateLimit } from './http/plugins/protection.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
@@ -16,7 +18,9 @@ import { petRoutes } from './http/routes/pets.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
 import { KeyVerifier } from './services/key-verifier.js'
+import { Metrics } from './services/metrics.js'
 import { PetCatalog } from './services/pet-catalog.js'
+import { instrumentStore } from './storage/instrumented-store.js'
 import type { Store } from './storage/store.js'
 
 export interface BuildAppOptions {
@@ -26,8 +30,6 @@ export interface BuildAppOptions {
   logger?: FastifyBaseLogger
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-
 export function loggerOptions (config: Readonly<Config>): LoggerOptions {
   return {
     level: config.logLevel,
@@ -36,16 +38,14 @@ export function loggerOptions (config: Readonly<Config>): LoggerOptions {
   }
 }
 
-/** Headers on every response, hooks or not. */
-function commonHeaders (requestId: string): Record<string, string> {
-  return { 'x-request-id': requestId, 'x-content-type-options': 'nosniff' }
-}
-
 /** Builds the HTTP application around an open, migrated store; never listens. */
-export async function buildApp ({ config, store, logger }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store: rawStore, logger }: BuildAppOptions): Promise<FastifyInstance> {
+  const metrics = new Metrics(rawStore.poolStats)
+  const store = instrumentStore(rawStore, (operation, seconds) => metrics.databaseDuration.observe({ operation }, seconds))
   // The verifier is needed by frameworkErrors, before the app (and its logger) exists.
   const late: { log?: FastifyBaseLogger } = {}
   const verifier = new KeyVerifier(store.apiKeys, (error) => late.log?.error({ err: error }, 'API key bookkeeping failed'))
+  verifier.onLookup = (hit) => metrics.keyCacheLookups.inc({ result: hit ? 'hit' : 'miss' })
   await verifier.start()
 
   const options: FastifyServerOptions = {
@@ -53,10 +53,7 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
     requestIdHeader: false,
     // One access-log line per request is written by our onResponse hook instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
-    genReqId: (request) => {
-      const given = request.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
-    },
+    genReqId: requestIdOf,
     // Errors raised before routing (a malformed URL) get the API's error shape, after authentication like any other request.
     frameworkErrors: function onFrameworkError (error, request, reply) {
       const answer = async (): Promise<never> => {
@@ -92,14 +89,9 @@ export async function buildApp ({ config, store, logger }: BuildAppOptions): Pro
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
 
-  app.addHook('onSend', async (request, reply) => {
-    reply.headers(commonHeaders(request.id))
-  })
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed')
-  })
-
+  registerRequestContext(app)
   registerErrorHandling(app)
+  await registerMetrics(app, { metrics, token: config.metricsToken })
   // Order of the onRequest hooks: shed load, answer CORS preflights, authenticate, then count against the key's limit.
   await registerLoadShedding(app, config.loadShedEventLoopDelayMs)
   await registerCors(app, config.corsOrigins)

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, loadConfig, redactUrl } from './config.js'
 
 test('loadConfig applies the documented defaults', () => {
   assert.deepEqual(loadConfig({}), {
@@ -18,7 +18,8 @@ test('loadConfig applies the documented defaults', () => {
     headersTimeoutMs: 10_000,
     requestTimeoutMs: 30_000,
     keepAliveTimeoutMs: 72_000,
-    maxConnections: 10_000
+    maxConnections: 10_000,
+    metricsToken: undefined
   })
 })
 
@@ -62,6 +63,8 @@ test('loadConfig reads the protection settings', () => {
   assert.equal(config.keepAliveTimeoutMs, 65000)
   assert.equal(config.maxConnections, 100)
   assert.throws(() => loadConfig({ CORS_ORIGINS: 'https://app.example.com/path' }), /CORS_ORIGINS/)
+  assert.equal(loadConfig({ METRICS_TOKEN: 'a-long-enough-token' }).metricsToken, 'a-long-enough-token')
+  assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), (error: Error) => /METRICS_TOKEN/.test(error.message) && !error.message.includes('short'))
   assert.throws(() => loadConfig({ REDIS_URL: 'http://x' }), /REDIS_URL/)
   assert.throws(() => loadConfig({ RATE_LIMIT_PER_MINUTE: '-1' }), /RATE_LIMIT_PER_MINUTE/)
 })
@@ -88,4 +91,10 @@ test('loadConfig names every bad variable and hides passwords', () => {
   assert.throws(() => loadConfig({ PORT: '70000' }), /PORT/)
   assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: '0' }), /DATABASE_POOL_SIZE/)
   assert.throws(() => loadConfig({ DATABASE_URL: 'sqlite:' }), /DATABASE_URL/)
+})
+
+test('redactUrl hides passwords in the authority and in the query', () => {
+  assert.equal(redactUrl('postgres://app:s3cret@db:5432/x'), 'postgres://app:****@db:5432/x')
+  assert.equal(redactUrl('postgres://db/x?user=app&password=s3cret&sslmode=require'), 'postgres://db/x?user=app&password=****&sslmode=require')
+  assert.equal(redactUrl('sqlite:./data/x.sqlite'), 'sqlite:./data/x.sqlite')
 })

@@ -34,6 +34,8 @@ export interface Config {
   keepAliveTimeoutMs: number
   /** Concurrent connections accepted per instance; more are refused. */
   maxConnections: number
+  /** Bearer token required by GET /metrics; undefined leaves it open (keep it off the public network). */
+  metricsToken: string | undefined
 }
 
 export const DEFAULT_SQLITE_PATH = './data/animal-store.sqlite'
@@ -69,6 +71,7 @@ export function loadConfig (env: Env): Readonly<Config> {
   const requestTimeoutMs = readInteger('REQUEST_TIMEOUT_MS', env.REQUEST_TIMEOUT_MS, 100, 3_600_000, fail)
   const keepAliveTimeoutMs = readInteger('KEEP_ALIVE_TIMEOUT_MS', env.KEEP_ALIVE_TIMEOUT_MS, 100, 3_600_000, fail)
   const maxConnections = readInteger('MAX_CONNECTIONS', env.MAX_CONNECTIONS, 1, 1_000_000, fail)
+  const metricsToken = readToken('METRICS_TOKEN', env.METRICS_TOKEN, fail)
 
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze({
@@ -86,7 +89,8 @@ export function loadConfig (env: Env): Readonly<Config> {
     headersTimeoutMs: headersTimeoutMs ?? 10_000,
     requestTimeoutMs: requestTimeoutMs ?? 30_000,
     keepAliveTimeoutMs: keepAliveTimeoutMs ?? 72_000,
-    maxConnections: maxConnections ?? 10_000
+    maxConnections: maxConnections ?? 10_000,
+    metricsToken
   })
 }
 
@@ -132,6 +136,11 @@ function readBaseUrl (variable: string, value: string | undefined, fail: Fail): 
   return value.replace(/\/+$/, '')
 }
 
+function readToken (variable: string, value: string | undefined, fail: Fail): string | undefined {
+  if (value === undefined || value === '') return undefined
+  return /^[\x21-\x7e]{16,}$/.test(value) ? value : fail(variable, 'expected at least 16 visible ASCII characters', '****')
+}
+
 function readRedisUrl (value: string | undefined, fail: Fail): string | undefined {
   if (value === undefined || value === '') return undefined
   return /^rediss?:\/\/./.test(value) ? value : fail('REDIS_URL', 'expected redis://host:port or rediss://…', redactUrl(value))
@@ -157,5 +166,5 @@ function readLogLevel (value: string | undefined, fail: Fail): LogLevel | undefi
 
 /** Hides a password in a connection string before it is shown anywhere. */
 export function redactUrl (value: string): string {
-  return value.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1****@')
+  return value.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1****@').replace(/([?&]password=)[^&]*/i, '$1****')
 }

@@ -2,6 +2,8 @@ export interface CliContext {
   env: Record<string, string | undefined>
   stdout: (line: string) => void
   stderr: (line: string) => void
+  /** Progress display on stderr; `redraw` rewrites the current line on a terminal. */
+  progress?: { isTerminal: boolean, redraw: (text: string) => void }
 }
 
 /** A failure explained to the user: printed on stderr, exit code 1, no stack trace. */

@@ -2,18 +2,22 @@ import { ConfigError } from '../config.js'
 import { AccountsError } from '../services/accounts.js'
 import { DuplicateEmailError } from '../storage/store.js'
 import { accountsCreate } from './commands/accounts.js'
+import { configCommand } from './commands/config.js'
 import { keysCreate, keysList, keysRevoke } from './commands/keys.js'
 import { migrate } from './commands/migrate.js'
+import { seed } from './commands/seed.js'
 import { serveCommand } from './commands/serve.js'
 import { CliError, type CliContext, type Command } from './context.js'
 
 const COMMANDS: Record<string, Command> = {
   serve: serveCommand,
   migrate,
+  config: configCommand,
   'accounts create': accountsCreate,
   'keys create': keysCreate,
   'keys list': keysList,
-  'keys revoke': keysRevoke
+  'keys revoke': keysRevoke,
+  seed
 }
 
 function overview (): string {

@@ -23,6 +23,9 @@ export class KeyVerifier {
   private readonly poller: NodeJS.Timeout
   private readonly lastUsed: LastUsedRecorder
 
+  /** Called on every verification of a well-formed key: true when the cache answered. */
+  onLookup: (cacheHit: boolean) => void = () => {}
+
   constructor (private readonly apiKeys: ApiKeyRepository, private readonly onError: (error: unknown) => void) {
     this.lastUsed = new LastUsedRecorder(apiKeys, onError)
     this.poller = setInterval(() => { void this.checkRevocations() }, REVOCATION_POLL_MS).unref()
@@ -36,6 +39,7 @@ export class KeyVerifier {
     if (!isWellFormedApiKey(presented)) return undefined
     const hash = hashApiKey(presented)
     let key = this.verified.get(hash)
+    this.onLookup(key !== undefined)
     if (key === undefined) {
       const generation = this.generation
       const row = await this.apiKeys.findByHash(hash)

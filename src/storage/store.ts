@@ -26,6 +26,8 @@ export interface PetRepository {
    * key is never left pointing nowhere while its animal exists.
    */
   insert (pet: NewPetRecord, claim?: IdempotencyKeyRef): Promise<{ id: number }>
+  /** Stores many animals in one transaction (bulk loading); ids follow the given order. */
+  insertMany (pets: readonly NewPetRecord[]): Promise<void>
   /** The animal as JSON, or undefined when no animal has that id. */
   findJsonById (id: number): Promise<string | undefined>
   /** Animals with id > afterId, optionally of one status, ordered by id ascending. */
@@ -120,6 +122,8 @@ export interface Store {
   setting (name: string, createValue: () => string): Promise<string>
   /** Applies pending migrations; returns the versions applied. */
   migrate (): Promise<number[]>
+  /** Connection pool occupancy, for engines that pool connections. */
+  poolStats?: () => { total: number, idle: number, waiting: number }
   /** Resolves when the database answers a trivial query. */
   ping (): Promise<void>
   close (): Promise<void>

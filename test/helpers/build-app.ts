@@ -28,6 +28,12 @@ export interface TestApp {
   databaseUrl: string
 }
 
+/**
+ * Load shedding answers 503 whenever the event loop stalls, which a busy test machine does at
+ * random: off by default in tests, and tested on its own with an explicit threshold.
+ */
+export const TEST_DEFAULTS: Record<string, string> = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
+
 /** A fresh temporary directory, removed after the test. */
 export function tempDir (t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-test-'))
@@ -62,7 +68,7 @@ export async function createTestKey (store: Store, email = 'test@example.com'): 
 /** The real application on a fresh SQLite file, with one account and key; use app.inject. */
 export async function buildTestApp (t: TestContext, env: Record<string, string> = {}): Promise<TestApp> {
   const { store, dbPath, databaseUrl } = await openTestStore(t)
-  const app = await buildApp({ config: loadConfig(env), store, logger: pino({ level: 'silent' }) })
+  const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger: pino({ level: 'silent' }) })
   t.after(() => app.close())
   const key = await createTestKey(store)
   return { app, store, key, auth: { authorization: `Bearer ${key}` }, dbPath, databaseUrl }

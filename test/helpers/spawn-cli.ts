@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
+import { TEST_DEFAULTS } from './build-app.js'
 
 /** The built bin, run as `node dist/cli/main.js` exactly as npm's bin link runs it. */
 export const CLI_PATH = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js')
@@ -42,7 +43,7 @@ export interface ServerProcess {
  */
 export async function spawnServer (env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, [CLI_PATH, 'serve'], {
-    env: { HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { HOST: '127.0.0.1', PORT: '0', ...TEST_DEFAULTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {

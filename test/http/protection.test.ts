@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, createTestKey } from '../helpers/build-app.js'
+import { buildTestApp, createTestKey, TEST_DEFAULTS } from '../helpers/build-app.js'
 import { redisAvailable, REDIS_URL } from '../helpers/redis.js'
 import { routePaths } from '../helpers/routes.js'
 import { startServer } from '../helpers/start-server.js'
@@ -49,7 +49,7 @@ describe('rate limiting', () => {
       return
     }
     const first = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', REDIS_URL })
-    const second = await buildApp({ config: loadConfig({ RATE_LIMIT_PER_MINUTE: '3', REDIS_URL }), store: first.store, logger: pino({ level: 'silent' }) })
+    const second = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, RATE_LIMIT_PER_MINUTE: '3', REDIS_URL }), store: first.store, logger: pino({ level: 'silent' }) })
     t.after(() => second.close())
     const statuses: number[] = []
     for (const app of [first.app, second, first.app, second]) {
@@ -149,11 +149,11 @@ describe('surface', () => {
     }
   })
 
-  test('outside /v1 the server answers only /docs, /healthz and /readyz', async (t) => {
+  test('outside /v1 the server answers only /docs, /healthz, /readyz and /metrics', async (t) => {
     const { app } = await buildTestApp(t)
     await app.ready()
     const outside = routePaths(app.printRoutes({ commonPrefix: false })).filter((path) => !path.startsWith('/v1'))
-    const unexpected = outside.filter((path) => !(path === '/docs' || path.startsWith('/docs/') || path === '/healthz' || path === '/readyz'))
+    const unexpected = outside.filter((path) => !(path === '/docs' || path.startsWith('/docs/') || ['/healthz', '/readyz', '/metrics'].includes(path)))
     assert.deepEqual(unexpected, [], app.printRoutes({ commonPrefix: false }))
   })
 })

@@ -9,17 +9,23 @@ import { sendError } from './errors.js'
 const RATE_LIMIT_WINDOW_MS = 60_000
 const POLICY = '"per-key"'
 
+/** Right after start-up, compiling schemas and warming the JIT stalls the loop once; that is no overload. */
+const WARM_UP_MS = 2000
+
 /**
  * Sheds load with 503 and Retry-After while the event loop lags, so latency stays
  * bounded instead of every request queueing behind the backlog.
  */
 export async function registerLoadShedding (app: FastifyInstance, maxEventLoopDelayMs: number): Promise<void> {
   if (maxEventLoopDelayMs === 0) return
+  let readyAt = Infinity
+  app.addHook('onReady', async () => { readyAt = Date.now() })
   await app.register(underPressure, {
     maxEventLoopDelay: maxEventLoopDelayMs,
     sampleInterval: Math.min(100, maxEventLoopDelayMs),
-    retryAfter: 1,
-    pressureHandler: (request, reply) => {
+    // Returning without sending lets the request through; once a reply is sent, Fastify runs no further hook.
+    pressureHandler: (_request, reply) => {
+      if (Date.now() - readyAt < WARM_UP_MS) return
       sendError(reply, new ApiError('service_unavailable', 'the service is overloaded; retry shortly', { 'retry-after': '1' }))
     }
   })

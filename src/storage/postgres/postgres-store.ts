@@ -15,6 +15,8 @@ import {
 import { POSTGRES_MIGRATIONS } from './migrations.js'
 
 const MAX_WRITE_BATCH = 256
+/** 5 parameters a row keeps a statement well under PostgreSQL's 65,535 parameters. */
+const BULK_ROWS_PER_STATEMENT = 5000
 const CONNECT_TIMEOUT_MS = 3000
 const STATEMENT_TIMEOUT_MS = 5000
 
@@ -125,28 +127,13 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
   }
 
   const insertBatch = (batch: PetWrite[]): Promise<Array<{ id: number }>> => transaction(async (client) => {
-    const pets = batch.map((write) => write.pet)
-    // Taking ids from one counter row serialises id assignment with commit order across
-    // every instance, so a reader never sees id N+1 committed before id N: keyset pages
-    // never skip an animal that commits late.
-    const { rows } = await client.query<{ value: string }>(
-      "UPDATE counters SET value = value + $1 WHERE name = 'pet_ids' RETURNING value", [pets.length])
-    const lastId = Number(rows[0]?.value)
-    const firstId = lastId - pets.length + 1
-    const now = Date.now()
-    const values: unknown[] = []
-    const tuples = pets.map((pet, index) => {
-      values.push(firstId + index, pet.name, pet.categoryId.toString(), pet.status ?? null, now)
-      const base = index * 5
-      return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5})`
-    })
-    await client.query(`INSERT INTO pets (id, name, category_id, status, created_at) VALUES ${tuples.join(', ')}`, values)
+    const firstId = await insertPets(client, batch.map((write) => write.pet))
     for (const [index, { claim }] of batch.entries()) {
       if (claim) {
         await client.query('UPDATE idempotency_keys SET pet_id = $1 WHERE api_key_id = $2 AND idempotency_key = $3', [firstId + index, claim.apiKeyId, claim.key])
       }
     }
-    return pets.map((_, index) => ({ id: firstId + index }))
+    return batch.map((_, index) => ({ id: firstId + index }))
   })
   const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, MAX_WRITE_BATCH)
   let closing: Promise<void> | undefined
@@ -155,6 +142,13 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     engine: 'postgres',
     pets: {
       insert: async (pet, claim) => writes.submit({ pet, claim }),
+      insertMany: async (pets) => {
+        await transaction(async (client) => {
+          for (let start = 0; start < pets.length; start += BULK_ROWS_PER_STATEMENT) {
+            await insertPets(client, pets.slice(start, start + BULK_ROWS_PER_STATEMENT))
+          }
+        })
+      },
       findJsonById: async (id) => (await query<{ json: string }>(`SELECT ${PET_JSON} AS json FROM pets WHERE id = $1`, [id]))[0]?.json,
       listPage: async ({ status, afterId, limit }) => {
         const [row] = status === undefined
@@ -257,6 +251,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
       await warnAboutDurability(query, options.onWarning ?? (() => {}))
       return applied
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => { await query('SELECT 1') },
     close: () => (closing ??= writes.drain().then(async () => pool.end()))
   }
@@ -270,6 +265,26 @@ async function warnAboutDurability (query: <Row extends pg.QueryResultRow>(text:
       warn(`PostgreSQL runs with ${setting}=off: animals acknowledged with 201 can be lost in a crash. Turn it on for production.`)
     }
   }
+}
+
+/**
+ * Inserts the animals with consecutive ids and returns the first. Taking the ids from one
+ * counter row serialises id assignment with commit order across every instance, so a reader
+ * never sees id N+1 committed before id N: keyset pages never skip an animal that commits late.
+ */
+async function insertPets (client: pg.PoolClient, pets: readonly NewPetRecord[]): Promise<number> {
+  const { rows } = await client.query<{ value: string }>(
+    "UPDATE counters SET value = value + $1 WHERE name = 'pet_ids' RETURNING value", [pets.length])
+  const firstId = Number(rows[0]?.value) - pets.length + 1
+  const now = Date.now()
+  const values: unknown[] = []
+  const tuples = pets.map((pet, index) => {
+    values.push(firstId + index, pet.name, pet.categoryId.toString(), pet.status ?? null, now)
+    const base = index * 5
+    return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5})`
+  })
+  await client.query(`INSERT INTO pets (id, name, category_id, status, created_at) VALUES ${tuples.join(', ')}`, values)
+  return firstId
 }
 
 type Transaction = <T>(work: (client: pg.PoolClient) => Promise<T>) => Promise<T>

@@ -151,11 +151,16 @@ function buildStore (db: Database.Database, sql: () => Statements): Store {
     })
   })
   const writes = new GroupCommit<PetWrite, { id: number }>((batch) => insertBatch.immediate(batch), MAX_WRITE_BATCH)
+  const insertMany = db.transaction((pets: readonly NewPetRecord[]) => {
+    const now = Date.now()
+    for (const pet of pets) sql().insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now)
+  })
 
   return {
     engine: 'sqlite',
     pets: {
       insert: async (pet, claim) => writes.submit({ pet, claim }),
+      insertMany: async (pets) => { insertMany.immediate(pets) },
       findJsonById: async (id) => sql().petJsonById.get(id) as string | undefined,
       listPage: async ({ status, afterId, limit }: ListPetsQuery): Promise<PetPage> => {
         const row = status === undefined

@@ -1,0 +1,63 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+/**
+ * The service's Prometheus metrics, one registry per app (so tests and several apps in
+ * one process never share counters).
+ */
+export class Metrics {
+  readonly registry = new Registry()
+
+  readonly requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status code.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry]
+  })
+
+  readonly requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from request received to response sent, by method, route template and status code.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry]
+  })
+
+  readonly inFlight = new Gauge({
+    name: 'http_requests_in_flight',
+    help: 'Requests being served right now.',
+    registers: [this.registry]
+  })
+
+  readonly databaseDuration = new Histogram({
+    name: 'db_query_duration_seconds',
+    help: 'Time spent in storage calls, by operation (a batched write counts once per request).',
+    labelNames: ['operation'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry]
+  })
+
+  readonly keyCacheLookups = new Counter({
+    name: 'api_key_cache_lookups_total',
+    help: 'API key verifications, by whether the verified-key cache answered (hit) or the database had to (miss).',
+    labelNames: ['result'] as const,
+    registers: [this.registry]
+  })
+
+  readonly databasePool: Gauge<'state'> | undefined
+
+  constructor (poolStats?: () => { total: number, idle: number, waiting: number }) {
+    collectDefaultMetrics({ register: this.registry })
+    this.databasePool = poolStats && new Gauge({
+      name: 'db_pool_connections',
+      help: 'Database pool connections, by state: total, idle, and requests waiting for one.',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect () {
+        const stats = poolStats()
+        this.set({ state: 'total' }, stats.total)
+        this.set({ state: 'idle' }, stats.idle)
+        this.set({ state: 'waiting' }, stats.waiting)
+      }
+    })
+  }
+}

@@ -1,0 +1,32 @@
+import type { Store } from './store.js'
+
+type Observe = (operation: string, seconds: number) => void
+
+/** Wraps every async method of a repository so that its duration is observed under `<repository>.<method>`. */
+function timed<R extends object> (name: string, repository: R, observe: Observe): R {
+  const wrapped: Record<string, unknown> = {}
+  for (const [method, fn] of Object.entries(repository)) {
+    if (typeof fn !== 'function') continue
+    const operation = `${name}.${method}`
+    wrapped[method] = async (...args: unknown[]) => {
+      const started = performance.now()
+      try {
+        return await (fn as (...a: unknown[]) => Promise<unknown>).apply(repository, args)
+      } finally {
+        observe(operation, (performance.now() - started) / 1000)
+      }
+    }
+  }
+  return wrapped as R
+}
+
+/** The same store, with the time of every storage call reported to `observe`. */
+export function instrumentStore (store: Store, observe: Observe): Store {
+  return {
+    ...store,
+    pets: timed('pets', store.pets, observe),
+    accounts: timed('accounts', store.accounts, observe),
+    apiKeys: timed('apiKeys', store.apiKeys, observe),
+    idempotency: timed('idempotency', store.idempotency, observe)
+  }
+}

@@ -1,0 +1,78 @@
+import { Writable } from 'node:stream'
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { pino } from 'pino'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { buildTestApp, createTestKey, openTestStore, TEST_DEFAULTS } from '../helpers/build-app.js'
+
+describe('metrics', () => {
+  test('GET /metrics counts requests by route template and status, key-cache lookups, storage calls and the process', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    await app.inject({ url: '/v1/pets?limit=5', headers: auth })
+    await app.inject({ url: '/v1/pets/12345', headers: auth })
+    await app.inject({ url: '/v1/pets' })
+    const response = await app.inject({ url: '/metrics' })
+    assert.equal(response.statusCode, 200)
+    assert.match(String(response.headers['content-type']), /^text\/plain/)
+    const text = response.body
+    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 1/)
+    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets\/:petId",status="404"\} 1/)
+    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="401"\} 1/)
+    assert.match(text, /http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/v1\/pets",status="200"\}/)
+    assert.match(text, /http_requests_in_flight 1/, 'the scrape itself is in flight')
+    assert.match(text, /api_key_cache_lookups_total\{result="miss"\} 1/)
+    assert.match(text, /api_key_cache_lookups_total\{result="hit"\} 1/)
+    assert.match(text, /db_query_duration_seconds_count\{operation="pets\.listPage"\} 1/)
+    assert.match(text, /process_cpu_user_seconds_total/)
+    assert.match(text, /nodejs_eventloop_lag_seconds/)
+    assert.doesNotMatch(text, /ask_/, 'no key material in metrics')
+  })
+
+  test('METRICS_TOKEN protects /metrics', async (t) => {
+    const { app } = await buildTestApp(t, { METRICS_TOKEN: 'scrape-token-0123456789' })
+    assert.equal((await app.inject({ url: '/metrics' })).statusCode, 401)
+    const wrong = await app.inject({ url: '/metrics', headers: { authorization: 'Bearer scrape-token-0123456780' } })
+    assert.equal(wrong.statusCode, 401)
+    assert.deepEqual(Object.keys(wrong.json()).sort(), ['code', 'message', 'status'])
+    assert.equal((await app.inject({ url: '/metrics', headers: { authorization: 'Bearer scrape-token-0123456789' } })).statusCode, 200)
+  })
+
+  test('is not part of the API document', async (t) => {
+    const { app } = await buildTestApp(t)
+    const doc = (await app.inject({ url: '/v1/openapi.json' })).json<{ paths: Record<string, unknown> }>()
+    assert.equal(JSON.stringify(doc.paths).includes('metrics'), false)
+  })
+})
+
+describe('trace context', () => {
+  test('a valid traceparent puts the trace id on every log line of the request; an invalid one is ignored', async (t) => {
+    const lines: Array<Record<string, unknown>> = []
+    const sink = new Writable({
+      write (chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
+        done()
+      }
+    })
+    const { store } = await openTestStore(t)
+    const key = await createTestKey(store)
+    const app = await buildApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'info' }, sink) })
+    t.after(() => app.close())
+    const traced = await app.inject({
+      url: '/v1/pets',
+      headers: { authorization: `Bearer ${key}`, traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'x-request-id': 'req-traced' }
+    })
+    assert.equal(traced.headers['x-request-id'], 'req-traced')
+    await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}`, traceparent: 'garbage', 'x-request-id': 'req-untraced' } })
+    const tracedLines = lines.filter((line) => line.requestId === 'req-traced')
+    assert.ok(tracedLines.length > 0)
+    for (const line of tracedLines) {
+      assert.equal(line.traceId, '4bf92f3577b34da6a3ce929d0e0e4736')
+      assert.equal(line.parentSpanId, '00f067aa0ba902b7')
+      assert.match(String(line.spanId), /^[0-9a-f]{16}$/)
+    }
+    const untraced = lines.filter((line) => line.requestId === 'req-untraced')
+    assert.ok(untraced.length > 0)
+    assert.ok(untraced.every((line) => line.traceId === undefined))
+  })
+})
