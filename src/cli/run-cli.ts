@@ -2,6 +2,7 @@ import { ConfigError } from '../config.js'
 import { AccountsError } from '../services/accounts.js'
 import { DuplicateEmailError } from '../storage/store.js'
 import { accountsCreate } from './commands/accounts.js'
+import { backup } from './commands/backup.js'
 import { configCommand } from './commands/config.js'
 import { keysCreate, keysList, keysRevoke } from './commands/keys.js'
 import { migrate } from './commands/migrate.js'
@@ -17,7 +18,8 @@ const COMMANDS: Record<string, Command> = {
   'keys create': keysCreate,
   'keys list': keysList,
   'keys revoke': keysRevoke,
-  seed
+  seed,
+  backup
 }
 
 function overview (): string {

@@ -122,6 +122,8 @@ export interface Store {
   setting (name: string, createValue: () => string): Promise<string>
   /** Applies pending migrations; returns the versions applied. */
   migrate (): Promise<number[]>
+  /** Writes a consistent copy of the database to a new file while it is in use (embedded engines only). */
+  backupTo?: (path: string) => Promise<void>
   /** Connection pool occupancy, for engines that pool connections. */
   poolStats?: () => { total: number, idle: number, waiting: number }
   /** Resolves when the database answers a trivial query. */

@@ -89,3 +89,33 @@ describe('animal-store config', () => {
     assert.match(result.stderr, /PORT="eighty"/)
   })
 })
+
+describe('animal-store backup', () => {
+  test('writes a consistent copy of the SQLite database while a store has it open, and refuses to overwrite', { timeout: 60_000 }, async (t) => {
+    const dir = tempDir(t)
+    const dbPath = join(dir, 'live.sqlite')
+    assert.equal((await runCli(['seed', '--count', '2000'], cliEnv(dbPath))).code, 0)
+    const live = openSqliteStore(dbPath)
+    t.after(() => live.close())
+    await live.pets.insert({ name: 'written before the backup', categoryId: 1 })
+    const target = join(dir, 'backups', 'copy.sqlite')
+    const result = await runCli(['backup', '--to', target], cliEnv(dbPath))
+    assert.equal(result.code, 0, result.stderr)
+    const copy = openSqliteStore(target)
+    t.after(() => copy.close())
+    assert.equal((await countPets(copy)).count, 2001)
+    const again = await runCli(['backup', '--to', target], cliEnv(dbPath))
+    assert.equal(again.code, 1)
+    assert.match(again.stderr, /exists/)
+  })
+
+  test('points PostgreSQL users to pg_dump', async (t) => {
+    if (!await postgresAvailable()) {
+      t.skip('PostgreSQL is not reachable')
+      return
+    }
+    const result = await runCli(['backup', '--to', join(tempDir(t), 'x.sqlite')], { PATH: process.env.PATH ?? '', DATABASE_URL: await createTestSchema(t) })
+    assert.equal(result.code, 1)
+    assert.match(result.stderr, /pg_dump/)
+  })
+})

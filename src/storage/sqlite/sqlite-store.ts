@@ -228,6 +228,11 @@ function buildStore (db: Database.Database, sql: () => Statements): Store {
       return sql().settingByName.get(name) as string
     },
     migrate: async () => applyMigrations(db),
+    backupTo: async (path) => {
+      mkdirSync(dirname(path), { recursive: true })
+      // SQLite's online backup: a consistent snapshot, taken while servers keep writing.
+      await db.backup(path)
+    },
     ping: async () => { db.prepare('SELECT 1').get() },
     close: async () => {
       await writes.drain()
