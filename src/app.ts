@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto'
-import { createServer } from 'node:http'
+import { createServer, METHODS } from 'node:http'
 import type { Ajv } from 'ajv'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 import { createCursorCodec } from './core/cursor.js'
 import { authenticate, isUnderV1, registerAuth } from './http/plugins/auth.js'
-import { registerErrorHandling, sendError, toApiError } from './http/plugins/errors.js'
+import { registerEarlyNotFound, registerErrorHandling, sendError, toApiError } from './http/plugins/errors.js'
 import { MAX_BODY_BYTES, registerJsonBodyParser } from './http/plugins/json-body.js'
 import { registerMetrics } from './http/plugins/metrics.js'
 import { registerOpenApi } from './http/plugins/openapi.js'
@@ -15,6 +15,7 @@ import { registerCors, registerLoadShedding, registerRateLimit } from './http/pl
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
+import { tolerantUrl } from './http/tolerant-url.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
 import { KeyVerifier } from './services/key-verifier.js'
@@ -54,6 +55,9 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
     // One access-log line per request is written by our onResponse hook instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     genReqId: requestIdOf,
+    rewriteUrl: (request) => tolerantUrl(request.url ?? '/'),
+    // Long path segments reach the route, whose own validation names the parameter.
+    routerOptions: { maxParamLength: 2048 },
     // Errors raised before routing (a malformed URL) get the API's error shape, after authentication like any other request.
     frameworkErrors: function onFrameworkError (error, request, reply) {
       const answer = async (): Promise<never> => {
@@ -85,6 +89,11 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   const app = logger ? Fastify({ ...options, loggerInstance: logger }) : Fastify({ ...options, logger: loggerOptions(config) })
 
   late.log = app.log
+  // Node accepts every method it knows (PROPFIND, ACL, QUERY …); routing them all lets a known
+  // path answer 405 with Allow instead of 404. CONNECT never reaches a request handler.
+  for (const method of METHODS) {
+    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
+  }
   app.addHook('onClose', async () => verifier.close())
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
@@ -97,6 +106,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   await registerCors(app, config.corsOrigins)
   registerAuth(app, verifier)
   await registerRateLimit(app, { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl })
+  registerEarlyNotFound(app)
   registerJsonBodyParser(app)
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, stagingBaseUrl: config.stagingBaseUrl })
 

@@ -22,6 +22,17 @@ test('a tampered cursor is refused', () => {
   assert.throws(() => codec.decode(cursor.slice(0, -2)), InvalidCursorError)
 })
 
+test('a cursor spelled differently but decoding alike is refused', () => {
+  const cursor = codec.encode({ afterId: 42, status: 'sold' })
+  for (const variant of [`${cursor}=`, `${cursor}%20`, `${cursor} `, cursor.replace('.', '.=')]) {
+    assert.throws(() => codec.decode(variant), InvalidCursorError, variant)
+  }
+  const last = cursor.at(-1) ?? 'A'
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  const sibling = alphabet[alphabet.indexOf(last) ^ 1] ?? 'A'
+  assert.throws(() => codec.decode(cursor.slice(0, -1) + sibling), InvalidCursorError, 'spare bits changed')
+})
+
 test('malformed cursors are refused', () => {
   for (const cursor of ['', '.', 'abc', 'a.b.c', '%%%.###', 'x'.repeat(500)]) {
     assert.throws(() => codec.decode(cursor), InvalidCursorError, cursor)

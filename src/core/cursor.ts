@@ -33,8 +33,14 @@ export function createCursorCodec (secret: string): CursorCodec {
       const parts = cursor.split('.')
       if (parts.length !== 2 || cursor.length > 200) throw new InvalidCursorError('malformed')
       const [encodedPayload = '', encodedMac = ''] = parts
-      const payload = Buffer.from(encodedPayload, 'base64url').toString()
+      const payloadBytes = Buffer.from(encodedPayload, 'base64url')
       const presented = Buffer.from(encodedMac, 'base64url')
+      // Node's decoder skips characters outside the alphabet and ignores spare bits, so
+      // several spellings decode alike: only the one this codec writes is accepted.
+      if (payloadBytes.toString('base64url') !== encodedPayload || presented.toString('base64url') !== encodedMac) {
+        throw new InvalidCursorError('not canonical base64url')
+      }
+      const payload = payloadBytes.toString()
       if (presented.length !== MAC_BYTES || !timingSafeEqual(presented, mac(payload))) {
         throw new InvalidCursorError('signature mismatch')
       }

@@ -201,7 +201,10 @@ describe('createPet', () => {
     const invalidCategoryIds: Array<[string, RegExp]> = [
       ['"5"', /^categoryId must be an integer$/],
       ['"9007199254740993"', /^categoryId must be an integer$/],
-      ['1.5', /^categoryId must be an integer$/],
+      ['1.5', /^categoryId must be an integer/],
+      ['1.0000000000000001', /^categoryId must be an integer/],
+      ['0.99999999999999999', /^categoryId must be an integer/],
+      ['1e-400', /^categoryId must be an integer/],
       ['true', /^categoryId must be an integer$/],
       ['null', /^categoryId must be an integer$/],
       ['{}', /^categoryId must be an integer$/],
@@ -210,9 +213,17 @@ describe('createPet', () => {
       ['-9223372036854775809', /^categoryId must be an integer between -9223372036854775808 and 9223372036854775807/],
       ['99999999999999999999999', /^categoryId must be an integer between/],
       ['1e30', /^categoryId must be an integer between/],
-      ['9007199254740993.0', /^categoryId must be an integer/],
       ['1E400', /^categoryId must be an integer/]
     ]
+    test('accepts a categoryId written with a zero fraction or an exponent and keeps its exact value', async (t) => {
+      const testApp = await buildTestApp(t)
+      for (const [literal, exact] of [['9007199254740993.0', '9007199254740993'], ['1e3', '1000'], ['100e-2', '1']]) {
+        const response = await post(testApp, `{"name":"Rex","categoryId":${literal}}`)
+        assert.equal(response.statusCode, 201, response.body)
+        assert.match(response.body, new RegExp(`"categoryId":${exact}[,}]`))
+      }
+    })
+
     for (const [literal, message] of invalidCategoryIds) {
       test(`returns 400 invalid_request naming categoryId when categoryId is ${literal}`, async (t) => {
         const testApp = await buildTestApp(t)

@@ -126,6 +126,8 @@ describe('listPets', () => {
       assert.match(etag ?? '', /^"[A-Za-z0-9_-]+"$/)
       const revalidated = await fetch(`${server.baseUrl}/v1/pets?limit=2`, { headers: { ...server.auth, 'if-none-match': etag ?? '' } })
       assert.equal(revalidated.status, 304)
+      assert.equal(await revalidated.text(), '')
+      assert.ok([null, '0'].includes(revalidated.headers.get('content-length')), `304 announces ${revalidated.headers.get('content-length')} bytes`)
       const tail = await getJson(server, `${server.baseUrl}/v1/pets?limit=3`)
       assert.equal(tail.response.headers.get('etag'), null, 'a short page can still change: no ETag')
     })

@@ -50,12 +50,26 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
   return new ApiError('internal_error', `an unexpected error occurred; quote request id ${request.id} when reporting it`)
 }
 
+function notFoundError (request: FastifyRequest): ApiError {
+  const path = request.url.split('?')[0] ?? ''
+  return ApiError.notFound(`no route matches ${request.method} ${path.slice(0, 200)}`)
+}
+
+/**
+ * Answers unknown routes as soon as the request is authenticated, before Fastify looks at
+ * the body: otherwise a bad Content-Type would turn the 404 the client needs into a 415.
+ */
+export function registerEarlyNotFound (app: FastifyInstance): void {
+  app.addHook('onRequest', async function answerUnknownRoute (request) {
+    if (request.is404) throw notFoundError(request)
+  })
+}
+
 export function registerErrorHandling (app: FastifyInstance): void {
   app.setErrorHandler(function handleError (error, request, reply) {
     return sendError(reply, toApiError(error as Error, request))
   })
   app.setNotFoundHandler(function notFound (request, reply) {
-    const path = request.url.split('?')[0] ?? ''
-    return sendError(reply, ApiError.notFound(`no route matches ${request.method} ${path.slice(0, 200)}`))
+    return sendError(reply, notFoundError(request))
   })
 }

@@ -7,7 +7,7 @@ import { parseInt64Literal } from '../../core/int64.js'
 
 export const MAX_BODY_BYTES = 65_536
 
-/** Where the exact value of a categoryId beyond 2^53 travels from the parser to the handler. */
+/** Where the exact value of a categoryId travels from the parser to the handler (a double cannot hold it beyond 2^53). */
 export const EXACT_CATEGORY_ID = Symbol('exactCategoryId')
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -43,8 +43,8 @@ function checkHeaders (request: FastifyRequest): void {
 
 /**
  * Parses a JSON body without losing anything: invalid UTF-8 is refused rather than
- * replaced, prototype keys are refused, and a categoryId beyond 2^53 is re-read
- * exactly (JSON.parse would round it) or refused when outside int64.
+ * replaced, prototype keys are refused, and a numeric categoryId is re-read from its
+ * literal, so it is kept exactly or refused, never rounded.
  */
 export function parseJsonBody (bytes: Buffer): unknown {
   if (bytes.length === 0) throw ApiError.invalidRequest('the request body is empty; send a JSON object')
@@ -65,9 +65,12 @@ export function parseJsonBody (bytes: Buffer): unknown {
   }
   const body = value as Record<string | symbol, unknown>
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    const categoryId = body.categoryId
-    if (typeof categoryId === 'number' && Number.isInteger(categoryId) && !Number.isSafeInteger(categoryId)) {
-      body[EXACT_CATEGORY_ID] = exactCategoryId(text)
+    // CONTRACT.md: a categoryId round-trips exactly or is refused. JSON.parse has already
+    // rounded it (1.0000000000000001 became 1), so its literal is read again, digit for digit.
+    if (typeof body.categoryId === 'number') {
+      const exact = exactCategoryId(text)
+      body.categoryId = Number(exact)
+      if (!Number.isSafeInteger(body.categoryId)) body[EXACT_CATEGORY_ID] = exact
     }
   }
   return value
@@ -88,7 +91,7 @@ function exactCategoryId (text: string): bigint {
   const literal = document.categoryId
   const exact = isLosslessNumber(literal) ? parseInt64Literal(literal.value) : undefined
   if (exact === undefined) {
-    throw ApiError.invalidRequest('categoryId must be an integer between -9223372036854775808 and 9223372036854775807, written without exponent')
+    throw ApiError.invalidRequest('categoryId must be an integer between -9223372036854775808 and 9223372036854775807')
   }
   return exact
 }

@@ -1,8 +1,6 @@
 import type { FastifyInstance, HTTPMethods } from 'fastify'
 import { ApiError } from '../../core/errors.js'
 
-const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
-
 /**
  * Answers the methods a path does not serve: OPTIONS with 204 and Allow, anything
  * else with 405 and Allow. The answer comes from onRequest, after authentication
@@ -11,7 +9,8 @@ const ALL_METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELE
 export function registerMethodFallbacks (app: FastifyInstance, url: string, served: HTTPMethods[]): void {
   const allowed = served.includes('GET') ? [...served, 'HEAD', 'OPTIONS'] : [...served, 'OPTIONS']
   const allow = [...new Set(allowed)].join(', ')
-  const others = ALL_METHODS.filter((method) => !allowed.includes(method))
+  // Every method the router knows (WebDAV's, TRACE, QUERY …), not just the common five.
+  const others = (app.supportedMethods as HTTPMethods[]).filter((method) => !allowed.includes(method))
   const config = { public: url === '/v1/openapi.json' }
 
   app.route({

@@ -25,6 +25,8 @@ export interface PetRoutesOptions {
 const JSON_TYPE = 'application/json; charset=utf-8'
 const LIMIT_TEXT = /^[1-9][0-9]*$/
 const DEFAULT_LIMIT = 20
+/** A 304 has no body; sending null would make Fastify serialise "null" and announce 4 bytes. */
+const NO_BODY = undefined as unknown as null
 
 const PetRef = Type.Ref('Pet')
 const PetsRef = Type.Ref('Pets')
@@ -102,7 +104,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
             ETag: { type: 'string', description: 'Strong entity tag, present on full pages (which never change).' }
           }
         },
-        304: { description: 'Not modified: the full page matching If-None-Match is unchanged.', type: 'null' },
+        304: { description: 'Not modified: the full page matching If-None-Match is unchanged; no body.', type: 'null' },
         ...errorResponses(400, 401)
       }
     }
@@ -127,7 +129,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
     }
     if (page.etag !== undefined) {
       reply.header('etag', page.etag)
-      if (ifNoneMatchHits(request.headers['if-none-match'], page.etag)) return reply.code(304).send(null)
+      if (ifNoneMatchHits(request.headers['if-none-match'], page.etag)) return reply.code(304).send(NO_BODY)
     }
     return reply.type(JSON_TYPE).send(page.json)
   })
