@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline'
 import type { TestContext } from 'node:test'
 import { createAccount, createApiKey } from '../../src/services/accounts.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
+import { TEST_DEFAULTS } from './build-app.js'
 import { CLI_PATH, type ServerProcess } from './spawn-cli.js'
 
 /**
@@ -25,7 +26,7 @@ export interface ServerHandle extends Omit<ServerProcess, 'baseUrl'> {
 
 export function launchServer (t: TestContext, env: Record<string, string>): ServerHandle {
   const child = spawn(process.execPath, [CLI_PATH, 'serve'], {
-    env: { HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { HOST: '127.0.0.1', PORT: '0', ...TEST_DEFAULTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
