@@ -3,24 +3,19 @@
  * measured in one run with wrk (Debian package `wrk`), server and load generator pinned
  * to different cores when `taskset` exists. Writes bench/results/latest.md.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { cpus, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { createAccount, createApiKey } from '../src/services/accounts.js'
 import { openPostgresStore } from '../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../src/storage/store.js'
+import { hasTaskset, machine, root, seed as seedStore, startProcess, stop, waitForHttp, wrk as runWrk } from './support.js'
 
 const ANIMALS = Number(process.env.BENCH_ANIMALS ?? 10_000)
 const DURATION = process.env.BENCH_DURATION ?? '5s'
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = 50
-const root = join(import.meta.dirname, '..')
-const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true } catch { return false } })()
-const pin = (core: number, command: string[]): string[] => (hasTaskset && cpus().length > 1 ? ['taskset', '-c', String(core), ...command] : command)
 
 interface Workload { name: string, path: string, script?: string }
 
@@ -45,39 +40,10 @@ async function freshPostgresDatabase (): Promise<string | undefined> {
   return url.toString()
 }
 
-async function seed (store: Store): Promise<string> {
-  await store.migrate()
-  const statuses = ['available', 'pending', 'sold'] as const
-  await Promise.all(Array.from({ length: ANIMALS }, (_, i) =>
-    store.pets.insert({ name: `animal ${i + 1}`, categoryId: (i % 50) + 1, status: statuses[i % 3] })))
-  await createAccount(store, { email: 'bench@example.com' })
-  const { key } = await createApiKey(store, { email: 'bench@example.com', label: 'bench' })
-  await store.close()
-  return key
-}
+const seed = async (store: Store): Promise<string> => await seedStore(store, ANIMALS)
 
-function startProcess (command: string[], env: Record<string, string>): ChildProcess {
-  const [file, ...args] = pin(0, command)
-  return spawn(file ?? 'node', args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
-}
-
-async function stop (child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
-  child.kill('SIGTERM')
-  await once(child, 'exit')
-}
-
-function wrk (url: string, key: string, workload: Workload): { rps: number, p50: string, p99: string, non2xx: number, errors: number } {
-  const scriptArgs = workload.script ? ['-s', workload.script] : []
-  const output = execFileSync(pin(1, ['wrk'])[0] ?? 'wrk', [...pin(1, ['wrk']).slice(1), '-t1', `-c${CONNECTIONS}`, `-d${DURATION}`, '--latency',
-    '-H', `Authorization: Bearer ${key}`, ...scriptArgs, url + workload.path], { encoding: 'utf8', env: { ...process.env, BENCH_ANIMALS: String(ANIMALS) } })
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0)
-  const p50 = /50%\s+(\S+)/.exec(output)?.[1] ?? '?'
-  const p99 = /99%\s+(\S+)/.exec(output)?.[1] ?? '?'
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0)
-  const errorsMatch = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
-  const errors = errorsMatch ? errorsMatch.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
-  return { rps, p50, p99, non2xx, errors }
+function wrk (url: string, key: string, workload: Workload): ReturnType<typeof runWrk> {
+  return runWrk({ url: url + workload.path, key, connections: CONNECTIONS, duration: DURATION, animals: ANIMALS, ...(workload.script !== undefined && { script: workload.script }) })
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
@@ -123,25 +89,12 @@ async function main (): Promise<void> {
   }
 }
 
-/** Polls until the server answers: the bench is no test, and a started process logs nothing at warn level. */
-async function waitForHttp (url: string): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    try {
-      await fetch(url + '/v1/openapi.json')
-      return
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  }
-  throw new Error(`${url} does not answer`)
-}
-
 function writeReport (workloads: Workload[], contenders: string[], results: Map<string, Array<ReturnType<typeof wrk>>>): void {
   const [ceiling = '', ...services] = contenders
   const lines = [
     '# Benchmark results',
     '',
-    `Date: ${new Date().toISOString()}. Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.version}.`,
+    `Date: ${new Date().toISOString()}. Machine: ${machine()}, Node.js ${process.version}.`,
     `Command: \`npm run bench\` (wrk -t1 -c${CONNECTIONS} -d${DURATION}, ${ROUNDS} interleaved rounds, median shown; ${ANIMALS} animals; server ${hasTaskset ? 'pinned to core 0, wrk to core 1' : 'not pinned'}; service LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}).`,
     '',
     `| workload | ${ceiling} req/s | ${services.map((service) => `${service} req/s (ratio) | p50 / p99 | non-2xx / errors`).join(' | ')} |`,

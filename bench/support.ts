@@ -1,0 +1,87 @@
+/**
+ * What the benchmarks share: core pinning, seeding a store, starting and stopping the
+ * service, waiting for it to answer, and one wrk run.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer, type AddressInfo } from 'node:net'
+import { cpus } from 'node:os'
+import { join } from 'node:path'
+import { createAccount, createApiKey } from '../src/services/accounts.js'
+import type { Store } from '../src/storage/store.js'
+
+export const root = join(import.meta.dirname, '..')
+
+export const hasTaskset = (() => { try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); return true } catch { return false } })()
+
+/** The command run on one core when taskset exists and there is more than one core. */
+export const pin = (core: number, command: string[]): string[] => (hasTaskset && cpus().length > 1 ? ['taskset', '-c', String(core), ...command] : command)
+
+/** Migrates the store, inserts `animals` pets, creates an account and returns a fresh API key. Closes the store. */
+export async function seed (store: Store, animals: number): Promise<string> {
+  await store.migrate()
+  const statuses = ['available', 'pending', 'sold'] as const
+  await Promise.all(Array.from({ length: animals }, (_, i) =>
+    store.pets.insert({ name: `animal ${i + 1}`, categoryId: (i % 50) + 1, status: statuses[i % 3] })))
+  await createAccount(store, { email: 'bench@example.com' })
+  const { key } = await createApiKey(store, { email: 'bench@example.com', label: 'bench' })
+  await store.close()
+  return key
+}
+
+/** Starts a process on core 0 with its standard error shown. */
+export function startProcess (command: string[], env: Record<string, string>): ChildProcess {
+  const [file, ...args] = pin(0, command)
+  return spawn(file ?? 'node', args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
+export async function stop (child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  child.kill('SIGTERM')
+  await once(child, 'exit')
+}
+
+/** Polls until the server answers: the bench is no test, and a started process logs nothing at warn level. */
+export async function waitForHttp (url: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    try {
+      await fetch(url + '/v1/openapi.json')
+      return
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  throw new Error(`${url} does not answer`)
+}
+
+export interface WrkResult { rps: number, requests: number, p50: string, p99: string, non2xx: number, errors: number }
+
+/** One closed-loop wrk run (one thread) pinned to core 1. */
+export function wrk (options: { url: string, key: string, connections: number, duration: string, animals: number, script?: string }): WrkResult {
+  const scriptArgs = options.script ? ['-s', options.script] : []
+  const command = pin(1, ['wrk'])
+  const output = execFileSync(command[0] ?? 'wrk', [...command.slice(1), '-t1', `-c${options.connections}`, `-d${options.duration}`, '--latency',
+    '-H', `Authorization: Bearer ${options.key}`, ...scriptArgs, options.url], { encoding: 'utf8', env: { ...process.env, BENCH_ANIMALS: String(options.animals) } })
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0)
+  const requests = Number(/(\d+) requests in /.exec(output)?.[1] ?? 0)
+  const p50 = /50%\s+(\S+)/.exec(output)?.[1] ?? '?'
+  const p99 = /99%\s+(\S+)/.exec(output)?.[1] ?? '?'
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0)
+  const errorsMatch = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
+  const errors = errorsMatch ? errorsMatch.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
+  return { rps, requests, p50, p99, non2xx, errors }
+}
+
+/** A free TCP port on 127.0.0.1 at the time of asking. */
+export async function freePort (): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+/** "2 × Intel(R) Xeon(R) Processor" */
+export const machine = (): string => `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}`
