@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { LruCache } from './lru-cache.js'
 
 /**
  * Keyset cursors: the id of the last animal of the previous page and the status filter
@@ -20,34 +21,52 @@ export interface CursorCodec {
   decode (cursor: string): CursorPosition
 }
 
+/** Cursors are deterministic, so the hot ones (page boundaries everyone follows) are signed and checked once. */
+const MEMO_ENTRIES = 10_000
+
 export function createCursorCodec (secret: string): CursorCodec {
   const mac = (payload: string): Buffer =>
     createHmac('sha256', secret).update(payload).digest().subarray(0, MAC_BYTES)
+  const encoded = new LruCache<string>(MEMO_ENTRIES, () => 1)
+  const decoded = new LruCache<CursorPosition>(MEMO_ENTRIES, () => 1)
 
   return {
     encode ({ afterId, status }) {
       const payload = `${afterId}.${status ?? ''}`
-      return `${Buffer.from(payload).toString('base64url')}.${mac(payload).toString('base64url')}`
+      let cursor = encoded.get(payload)
+      if (cursor === undefined) {
+        cursor = `${Buffer.from(payload).toString('base64url')}.${mac(payload).toString('base64url')}`
+        encoded.set(payload, cursor)
+      }
+      return cursor
     },
     decode (cursor) {
-      const parts = cursor.split('.')
-      if (parts.length !== 2 || cursor.length > 200) throw new InvalidCursorError('malformed')
-      const [encodedPayload = '', encodedMac = ''] = parts
-      const payloadBytes = Buffer.from(encodedPayload, 'base64url')
-      const presented = Buffer.from(encodedMac, 'base64url')
-      // Node's decoder skips characters outside the alphabet and ignores spare bits, so
-      // several spellings decode alike: only the one this codec writes is accepted.
-      if (payloadBytes.toString('base64url') !== encodedPayload || presented.toString('base64url') !== encodedMac) {
-        throw new InvalidCursorError('not canonical base64url')
-      }
-      const payload = payloadBytes.toString()
-      if (presented.length !== MAC_BYTES || !timingSafeEqual(presented, mac(payload))) {
-        throw new InvalidCursorError('signature mismatch')
-      }
-      const match = /^([1-9][0-9]{0,15})\.([a-z]*)$/.exec(payload)
-      const afterId = match ? Number(match[1]) : NaN
-      if (!match || !Number.isSafeInteger(afterId)) throw new InvalidCursorError('malformed payload')
-      return { afterId, status: match[2] === '' ? undefined : match[2] }
+      const known = decoded.get(cursor)
+      if (known !== undefined) return known
+      const position = verify(cursor)
+      decoded.set(cursor, position)
+      return position
     }
+  }
+
+  function verify (cursor: string): CursorPosition {
+    const parts = cursor.split('.')
+    if (parts.length !== 2 || cursor.length > 200) throw new InvalidCursorError('malformed')
+    const [encodedPayload = '', encodedMac = ''] = parts
+    const payloadBytes = Buffer.from(encodedPayload, 'base64url')
+    const presented = Buffer.from(encodedMac, 'base64url')
+    // Node's decoder skips characters outside the alphabet and ignores spare bits, so
+    // several spellings decode alike: only the one this codec writes is accepted.
+    if (payloadBytes.toString('base64url') !== encodedPayload || presented.toString('base64url') !== encodedMac) {
+      throw new InvalidCursorError('not canonical base64url')
+    }
+    const payload = payloadBytes.toString()
+    if (presented.length !== MAC_BYTES || !timingSafeEqual(presented, mac(payload))) {
+      throw new InvalidCursorError('signature mismatch')
+    }
+    const match = /^([1-9][0-9]{0,15})\.([a-z]*)$/.exec(payload)
+    const afterId = match ? Number(match[1]) : NaN
+    if (!match || !Number.isSafeInteger(afterId)) throw new InvalidCursorError('malformed payload')
+    return { afterId, status: match[2] === '' ? undefined : match[2] }
   }
 }

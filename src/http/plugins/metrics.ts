@@ -8,14 +8,29 @@ const digest = (text: string): Buffer => createHash('sha256').update(text).diges
 
 /** Counts every request by route template and serves GET /metrics (outside /v1, not in the API document). */
 export async function registerMetrics (app: FastifyInstance, { metrics, token }: { metrics: Metrics, token: string | undefined }): Promise<void> {
-  app.addHook('onRequest', async () => {
+  // Labelled children are looked up once per (method, route, status), not hashed per request.
+  const children = new Map<string, { requests: { inc: () => void }, duration: { observe: (value: number) => void } }>()
+  const childrenOf = (method: string, route: string, status: number) => {
+    const key = `${method} ${route} ${status}`
+    let child = children.get(key)
+    if (child === undefined) {
+      const labels = { method, route, status: String(status) }
+      child = { requests: metrics.requests.labels(labels), duration: metrics.requestDuration.labels(labels) }
+      children.set(key, child)
+    }
+    return child
+  }
+
+  app.addHook('onRequest', function countInFlight (_request, _reply, done) {
     metrics.inFlight.inc()
+    done()
   })
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', function countRequest (request, reply, done) {
     metrics.inFlight.dec()
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }
-    metrics.requests.inc(labels)
-    metrics.requestDuration.observe(labels, reply.elapsedTime / 1000)
+    const child = childrenOf(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode)
+    child.requests.inc()
+    child.duration.observe(reply.elapsedTime / 1000)
+    done()
   })
 
   const expected = token === undefined ? undefined : digest(token)

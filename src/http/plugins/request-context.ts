@@ -20,15 +20,19 @@ export function commonHeaders (requestId: string): Record<string, string> {
  * caller's W3C trace in every log line, and one access-log line when it is answered.
  */
 export function registerRequestContext (app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
+  // Callback-style hooks: these run on every request, and an async hook costs a promise each.
+  app.addHook('onRequest', function traceContext (request, _reply, done) {
     const traceparent = request.headers.traceparent
     const trace = typeof traceparent === 'string' ? parseTraceparent(traceparent) : undefined
     if (trace) request.log = request.log.child({ traceId: trace.traceId, spanId: trace.spanId, parentSpanId: trace.parentSpanId })
+    done()
   })
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', function addCommonHeaders (request, reply, payload, done) {
     reply.headers(commonHeaders(request.id))
+    done(null, payload)
   })
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', function accessLog (request, reply, done) {
     request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed')
+    done()
   })
 }
