@@ -35,19 +35,28 @@ export class KeyVerifier {
     this.marker = await this.apiKeys.revocationMarker()
   }
 
+  /** The key when it was verified before and not revoked since; undefined means "ask verify()". */
+  cached (presented: string): VerifiedKey | undefined {
+    const key = this.verified.get(hashApiKey(presented))
+    if (key !== undefined) {
+      this.onLookup(true)
+      this.lastUsed.touch(key.keyId)
+    }
+    return key
+  }
+
   async verify (presented: string): Promise<VerifiedKey | undefined> {
     if (!isWellFormedApiKey(presented)) return undefined
+    const known = this.cached(presented)
+    if (known !== undefined) return known
+    this.onLookup(false)
     const hash = hashApiKey(presented)
-    let key = this.verified.get(hash)
-    this.onLookup(key !== undefined)
-    if (key === undefined) {
-      const generation = this.generation
-      const row = await this.apiKeys.findByHash(hash)
-      if (row === undefined || row.revokedAt !== null) return undefined
-      key = { keyId: row.id, accountId: row.accountId }
-      // A revocation seen while the lookup ran may concern this very key: do not remember it.
-      if (generation === this.generation) this.remember(hash, key)
-    }
+    const generation = this.generation
+    const row = await this.apiKeys.findByHash(hash)
+    if (row === undefined || row.revokedAt !== null) return undefined
+    const key = { keyId: row.id, accountId: row.accountId }
+    // A revocation seen while the lookup ran may concern this very key: do not remember it.
+    if (generation === this.generation) this.remember(hash, key)
     this.lastUsed.touch(key.keyId)
     return key
   }
