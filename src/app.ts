@@ -100,7 +100,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
 
   registerRequestContext(app)
   registerErrorHandling(app)
-  await registerMetrics(app, { metrics, token: config.metricsToken })
+  if (config.metricsEnabled) await registerMetrics(app, { metrics, token: config.metricsToken })
   // Order of the onRequest hooks: shed load, answer CORS preflights, authenticate, then count against the key's limit.
   await registerLoadShedding(app, config.loadShedEventLoopDelayMs)
   await registerCors(app, config.corsOrigins)

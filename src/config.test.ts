@@ -19,7 +19,8 @@ test('loadConfig applies the documented defaults', () => {
     requestTimeoutMs: 30_000,
     keepAliveTimeoutMs: 72_000,
     maxConnections: 10_000,
-    metricsToken: undefined
+    metricsToken: undefined,
+    metricsEnabled: true
   })
 })
 
@@ -64,6 +65,8 @@ test('loadConfig reads the protection settings', () => {
   assert.equal(config.maxConnections, 100)
   assert.throws(() => loadConfig({ CORS_ORIGINS: 'https://app.example.com/path' }), /CORS_ORIGINS/)
   assert.equal(loadConfig({ METRICS_TOKEN: 'a-long-enough-token' }).metricsToken, 'a-long-enough-token')
+  assert.equal(loadConfig({ METRICS_ENABLED: 'false' }).metricsEnabled, false)
+  assert.throws(() => loadConfig({ METRICS_ENABLED: 'maybe' }), /METRICS_ENABLED/)
   assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), (error: Error) => /METRICS_TOKEN/.test(error.message) && !error.message.includes('short'))
   assert.throws(() => loadConfig({ REDIS_URL: 'http://x' }), /REDIS_URL/)
   assert.throws(() => loadConfig({ RATE_LIMIT_PER_MINUTE: '-1' }), /RATE_LIMIT_PER_MINUTE/)

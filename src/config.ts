@@ -36,6 +36,8 @@ export interface Config {
   maxConnections: number
   /** Bearer token required by GET /metrics; undefined leaves it open (keep it off the public network). */
   metricsToken: string | undefined
+  /** Whether requests are counted and GET /metrics exists. */
+  metricsEnabled: boolean
 }
 
 export const DEFAULT_SQLITE_PATH = './data/animal-store.sqlite'
@@ -72,6 +74,7 @@ export function loadConfig (env: Env): Readonly<Config> {
   const keepAliveTimeoutMs = readInteger('KEEP_ALIVE_TIMEOUT_MS', env.KEEP_ALIVE_TIMEOUT_MS, 100, 3_600_000, fail)
   const maxConnections = readInteger('MAX_CONNECTIONS', env.MAX_CONNECTIONS, 1, 1_000_000, fail)
   const metricsToken = readToken('METRICS_TOKEN', env.METRICS_TOKEN, fail)
+  const metricsEnabled = readBoolean('METRICS_ENABLED', env.METRICS_ENABLED, fail)
 
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze({
@@ -90,7 +93,8 @@ export function loadConfig (env: Env): Readonly<Config> {
     requestTimeoutMs: requestTimeoutMs ?? 30_000,
     keepAliveTimeoutMs: keepAliveTimeoutMs ?? 72_000,
     maxConnections: maxConnections ?? 10_000,
-    metricsToken
+    metricsToken,
+    metricsEnabled: metricsEnabled ?? true
   })
 }
 
@@ -134,6 +138,13 @@ function readBaseUrl (variable: string, value: string | undefined, fail: Fail): 
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail(variable, 'expected an http or https URL', value)
   if (url.search !== '' || url.hash !== '') return fail(variable, 'expected a URL without query or fragment', value)
   return value.replace(/\/+$/, '')
+}
+
+function readBoolean (variable: string, value: string | undefined, fail: Fail): boolean | undefined {
+  if (value === undefined || value === '') return undefined
+  if (value === 'true' || value === '1') return true
+  if (value === 'false' || value === '0') return false
+  return fail(variable, 'expected true or false', value)
 }
 
 function readToken (variable: string, value: string | undefined, fail: Fail): string | undefined {

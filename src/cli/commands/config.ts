@@ -23,7 +23,8 @@ function describe (config: Readonly<Config>): Array<[string, string]> {
     ['REQUEST_TIMEOUT_MS', String(config.requestTimeoutMs)],
     ['KEEP_ALIVE_TIMEOUT_MS', String(config.keepAliveTimeoutMs)],
     ['MAX_CONNECTIONS', String(config.maxConnections)],
-    ['METRICS_TOKEN', config.metricsToken === undefined ? '' : MASK]
+    ['METRICS_TOKEN', config.metricsToken === undefined ? '' : MASK],
+    ['METRICS_ENABLED', String(config.metricsEnabled)]
   ]
 }
 
