@@ -65,6 +65,8 @@ async function main (): Promise<void> {
     const contenders: Array<{ name: string, command: string[], env: Record<string, string>, url: string, key: string }> = [
       { name: 'ceiling (bare node:http)', command: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { PORT: '18181', BENCH_KEY: key }, url: 'http://127.0.0.1:18181', key },
       { name: 'animal-store (SQLite)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18182', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: serviceLogLevel }, url: 'http://127.0.0.1:18182', key },
+      // The same service without metrics, to show what counting every request costs.
+      { name: 'animal-store (SQLite, metrics off)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18184', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: serviceLogLevel, METRICS_ENABLED: 'false' }, url: 'http://127.0.0.1:18184', key },
       ...(postgresUrl === undefined || postgresKey === undefined
         ? []
         : [{ name: 'animal-store (PostgreSQL)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18183', HOST: '127.0.0.1', DATABASE_URL: postgresUrl, LOG_LEVEL: serviceLogLevel }, url: 'http://127.0.0.1:18183', key: postgresKey }])
@@ -97,19 +99,25 @@ function writeReport (workloads: Workload[], contenders: string[], results: Map<
     `Date: ${new Date().toISOString()}. Machine: ${machine()}, Node.js ${process.version}.`,
     `Command: \`npm run bench\` (wrk -t1 -c${CONNECTIONS} -d${DURATION}, ${ROUNDS} interleaved rounds, median shown; ${ANIMALS} animals; server ${hasTaskset ? 'pinned to core 0, wrk to core 1' : 'not pinned'}; service LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}).`,
     '',
-    `| workload | ${ceiling} req/s | ${services.map((service) => `${service} req/s (ratio) | p50 / p99 | non-2xx / errors`).join(' | ')} |`,
-    `|---|---|${services.map(() => '---|---|---|').join('')}`
+    '| workload | contender | req/s | × ceiling | p50 | p99 | non-2xx / errors |',
+    '|---|---|---:|---:|---:|---:|---:|'
   ]
+  const rpsOf = (contender: string, workload: Workload): number => median((results.get(`${contender}|${workload.name}`) ?? []).map((r) => r.rps))
   for (const workload of workloads) {
-    const baseRps = median((results.get(`${ceiling}|${workload.name}`) ?? []).map((r) => r.rps))
-    const cells = services.map((service) => {
+    const baseRps = rpsOf(ceiling, workload)
+    lines.push(`| ${workload.name} | ${ceiling} | ${baseRps.toFixed(0)} | 1.00 | | | |`)
+    for (const service of services) {
       const ours = results.get(`${service}|${workload.name}`) ?? []
-      const ourRps = median(ours.map((r) => r.rps))
       const last = ours[ours.length - 1]
       const bad = `${ours.reduce((sum, r) => sum + r.non2xx, 0)} / ${ours.reduce((sum, r) => sum + r.errors, 0)}`
-      return `${ourRps.toFixed(0)} (${(ourRps / baseRps).toFixed(2)}×) | ${last?.p50 ?? '?'} / ${last?.p99 ?? '?'} | ${bad}`
-    })
-    lines.push(`| ${workload.name} | ${baseRps.toFixed(0)} | ${cells.join(' | ')} |`)
+      lines.push(`| | ${service} | ${rpsOf(service, workload).toFixed(0)} | ${(rpsOf(service, workload) / baseRps).toFixed(2)} | ${last?.p50 ?? '?'} | ${last?.p99 ?? '?'} | ${bad} |`)
+    }
+  }
+  const withMetrics = services.find((service) => service === 'animal-store (SQLite)')
+  const withoutMetrics = services.find((service) => service === 'animal-store (SQLite, metrics off)')
+  if (withMetrics && withoutMetrics) {
+    const costs = workloads.map((workload) => `${workload.name}: ${(100 * (1 - rpsOf(withMetrics, workload) / rpsOf(withoutMetrics, workload))).toFixed(1)} %`)
+    lines.push('', `Cost of metrics (throughput lost with METRICS_ENABLED=true against false, same run): ${costs.join('; ')}. Differences of a few percent are within the noise of a shared machine.`)
   }
   lines.push('', 'Creates are durable: each 201 is sent after its group-committed transaction is synced (SQLite: WAL, synchronous=FULL; PostgreSQL: its own fsync settings).', '')
   writeFileSync(join(root, 'bench', 'results', 'latest.md'), lines.join('\n'))
