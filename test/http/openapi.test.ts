@@ -1,48 +1,14 @@
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import addFormats from 'ajv-formats'
+import type { ValidateFunction } from 'ajv/dist/2020.js'
 import { fingerprintOf } from '../../src/core/idempotency.js'
 import { buildTestApp, type TestApp } from '../helpers/build-app.js'
+import { atPointer, deref, documentValidator, HTTP_METHODS, type OpenApiDocument, type Operation, type Schema } from '../helpers/openapi-validator.js'
 import { routePaths } from '../helpers/routes.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
-type Schema = Record<string, unknown>
-
-interface MediaType { schema?: Schema, example?: unknown, examples?: unknown }
-
-interface ResponseObject {
-  description: string
-  headers?: Record<string, { description?: string, schema?: Schema }>
-  content?: Record<string, MediaType>
-}
-
-interface Parameter { name: string, in: string, required?: boolean, schema?: Schema, description?: string }
-
-interface Operation {
-  operationId?: string
-  tags?: string[]
-  deprecated?: boolean
-  security?: Array<Record<string, string[]>>
-  parameters?: Parameter[]
-  requestBody?: { required?: boolean, content: Record<string, MediaType> }
-  responses: Record<string, ResponseObject>
-  'x-stability'?: string
-}
-
-interface OpenApiDocument {
-  openapi: string
-  info: { title: string, version: string }
-  servers?: Array<{ url: string, description?: string }>
-  security?: Array<Record<string, string[]>>
-  components: { securitySchemes?: Record<string, Schema>, schemas: Record<string, Schema> }
-  paths: Record<string, Record<string, Operation>>
-}
-
 const json = { 'content-type': 'application/json' }
-
-const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const
 
 /** The operations the service serves under /v1, as the document must list them: nothing more, nothing less. */
 const EXPECTED_OPERATIONS = ['GET /openapi.json', 'GET /pets', 'GET /pets/{petId}', 'GET /store/orders', 'POST /pets']
@@ -65,25 +31,6 @@ function documentedOperations (doc: OpenApiDocument): string[] {
     HTTP_METHODS.filter((method) => item[method] !== undefined).map((method) => `${method.toUpperCase()} ${path}`)).sort()
 }
 
-/** Value at a local JSON pointer (`#/components/schemas/Pet`) of the document, or undefined. */
-function atPointer (doc: OpenApiDocument, ref: string): unknown {
-  assert.ok(ref.startsWith('#/'), `not a local reference: ${ref}`)
-  let node: unknown = doc
-  for (const part of ref.slice(2).split('/').map((segment) => decodeURIComponent(segment).replace(/~1/g, '/').replace(/~0/g, '~'))) {
-    if (typeof node !== 'object' || node === null) return undefined
-    node = (node as Record<string, unknown>)[part]
-  }
-  return node
-}
-
-/** Follows `$ref`s until a schema that is not a bare reference. */
-function deref (doc: OpenApiDocument, schema: Schema | undefined): Schema {
-  let current = schema
-  for (let hops = 0; typeof current?.$ref === 'string' && hops < 10; hops++) current = atPointer(doc, current.$ref) as Schema | undefined
-  assert.ok(current, `unresolvable schema ${JSON.stringify(schema)}`)
-  return current
-}
-
 function allRefs (node: unknown, found: string[] = []): string[] {
   if (Array.isArray(node)) {
     for (const item of node) allRefs(item, found)
@@ -94,31 +41,6 @@ function allRefs (node: unknown, found: string[] = []): string[] {
     }
   }
   return found
-}
-
-function pointerSegment (segment: string): string {
-  return encodeURIComponent(segment.replace(/~/g, '~0').replace(/\//g, '~1'))
-}
-
-/** Ajv (JSON Schema 2020-12, the dialect of OpenAPI 3.1) holding the whole document, so `#/components/...` refs resolve. */
-function documentValidator (doc: OpenApiDocument): { validatorAt: (...segments: string[]) => ValidateFunction, errorsText: (validate: ValidateFunction) => string } {
-  const ajv = new Ajv2020({ strict: false, allErrors: true })
-  addFormats.default(ajv)
-  ajv.addFormat('int64', { type: 'number', validate: Number.isInteger })
-  ajv.addSchema({ ...doc, $id: 'openapi.json' })
-  const compiled = new Map<string, ValidateFunction>()
-  return {
-    validatorAt (...segments) {
-      const ref = `openapi.json#/${segments.map(pointerSegment).join('/')}`
-      let validate = compiled.get(ref)
-      if (validate === undefined) {
-        validate = ajv.compile({ $ref: ref })
-        compiled.set(ref, validate)
-      }
-      return validate
-    },
-    errorsText: (validate) => ajv.errorsText(validate.errors)
-  }
 }
 
 describe('OpenAPI document', () => {
@@ -258,6 +180,7 @@ describe('OpenAPI document', () => {
           continue
         }
         const validate = validatorAt('components', 'schemas', name)
+        assert.ok(validate, `no schema ${name}`)
         for (const example of examples) assert.ok(validate(example), `example of ${name} ${JSON.stringify(example)}: ${errorsText(validate)}`)
       }
       assert.deepEqual(missing, [], `component schemas without examples: ${missing.join(', ')}`)
@@ -425,7 +348,7 @@ function calls (): Call[] {
 
 interface Checker {
   doc: OpenApiDocument
-  validatorAt: (...segments: string[]) => ValidateFunction
+  validatorAt: (...segments: string[]) => ValidateFunction | undefined
   errorsText: (validate: ValidateFunction) => string
   /** `METHOD path status` of every response checked so far. */
   seen: Set<string>
@@ -447,6 +370,7 @@ async function assertConforms (checker: Checker, method: string, path: string, r
   assert.ok(documented.content?.['application/json']?.schema, `${method} ${path} ${status} documents no application/json schema`)
   const body: unknown = JSON.parse(text)
   const validate = checker.validatorAt('paths', path, method.toLowerCase(), 'responses', status, 'content', 'application/json', 'schema')
+  assert.ok(validate, `${method} ${path} ${status} has no schema to validate against`)
   assert.ok(validate(body), `${method} ${path} ${status} body does not match the document: ${checker.errorsText(validate)}: ${text}`)
 }
 
