@@ -8,10 +8,10 @@ import { TEST_DEFAULTS } from './build-app.js'
 import { CLI_PATH, type ServerProcess } from './spawn-cli.js'
 
 /**
- * A `serve` process started like spawnServer does, with three additions the process
- * tests need: it is SIGKILLed in t.after whatever happens (even if it never listens),
- * every raw stdout line is kept (spawnServer drops lines that are not JSON), and the
- * handle exists before the server listens, so a start that fails can be observed.
+ * A `serve` process on an ephemeral port: SIGKILLed in t.after whatever happens (even if
+ * it never listens), every raw stdout line kept, and the handle returned before the server
+ * listens, so a start that fails can be observed; `listening` resolves from its log, never
+ * from a fixed sleep.
  */
 export interface ServerHandle extends Omit<ServerProcess, 'baseUrl'> {
   /** Every stdout line, exactly as printed. */

@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
-import { TEST_DEFAULTS } from './build-app.js'
 
 /** The built bin, run as `node dist/cli/main.js` exactly as npm's bin link runs it. */
 export const CLI_PATH = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js')
@@ -35,37 +33,4 @@ export interface ServerProcess {
   logs: Array<Record<string, unknown>>
   /** Resolves with the exit code (or signal) once the process has ended. */
   exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
-}
-
-/**
- * Starts `animal-store serve` on an ephemeral port and resolves when its log says it
- * listens: no fixed sleeps.
- */
-export async function spawnServer (env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [CLI_PATH, 'serve'], {
-    env: { HOST: '127.0.0.1', PORT: '0', ...TEST_DEFAULTS, ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }))
-  })
-  const logs: Array<Record<string, unknown>> = []
-  let stderr = ''
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const lines = createInterface({ input: child.stdout! })
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    lines.on('line', (line) => {
-      let entry: Record<string, unknown>
-      try {
-        entry = JSON.parse(line) as Record<string, unknown>
-      } catch {
-        return
-      }
-      logs.push(entry)
-      const match = typeof entry.msg === 'string' ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(entry.msg) : null
-      if (match?.[1]) resolve(match[1])
-    })
-    void exited.then(({ code, signal }) => reject(new Error(`server exited (${code ?? signal}) before listening: ${stderr}${JSON.stringify(logs)}`)))
-  })
-  return { child, baseUrl, logs, exited }
 }
