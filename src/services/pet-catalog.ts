@@ -4,7 +4,8 @@ import type { NewPetRecord } from '../core/pets.js'
 import type { IdempotencyKeyRef, ListPetsQuery, PetRepository } from '../storage/store.js'
 
 export interface CatalogPage {
-  json: string
+  /** The page as UTF-8 JSON bytes, encoded once for as long as the page is cached. */
+  body: Buffer
   count: number
   lastId: number | undefined
   hasMore: boolean
@@ -26,8 +27,8 @@ const CACHE_BYTES = 32 * 1024 * 1024
  * The day animals can change or disappear, this module is the one to rewrite.
  */
 export class PetCatalog {
-  private readonly pets = new LruCache<string>(CACHE_BYTES / 4, (json) => json.length)
-  private readonly pages = new LruCache<CatalogPage>(CACHE_BYTES, (page) => page.json.length + 64)
+  private readonly pets = new LruCache<Buffer>(CACHE_BYTES / 4, (body) => body.length)
+  private readonly pages = new LruCache<CatalogPage>(CACHE_BYTES, (page) => page.body.length + 64)
 
   constructor (private readonly repository: PetRepository) {}
 
@@ -35,13 +36,16 @@ export class PetCatalog {
     return this.repository.insert(pet, claim)
   }
 
-  async findJsonById (id: number): Promise<string | undefined> {
+  /** The animal as UTF-8 JSON bytes, or undefined when no animal has that id. */
+  async findById (id: number): Promise<Buffer | undefined> {
     const key = String(id)
     const cached = this.pets.get(key)
     if (cached !== undefined) return cached
     const json = await this.repository.findJsonById(id)
-    if (json !== undefined) this.pets.set(key, json)
-    return json
+    if (json === undefined) return undefined
+    const body = Buffer.from(json)
+    this.pets.set(key, body)
+    return body
   }
 
   async listPage (query: ListPetsQuery): Promise<CatalogPage> {
@@ -54,9 +58,10 @@ export class PetCatalog {
       this.pages.set(key, grown)
       return grown
     }
-    const page = await this.repository.listPage(query)
-    if (page.count < query.limit) return { ...page, etag: undefined }
-    const full = { ...page, etag: `"${createHash('sha256').update(page.json).digest('base64url').slice(0, 27)}"` }
+    const { json, ...page } = await this.repository.listPage(query)
+    const body = Buffer.from(json)
+    if (page.count < query.limit) return { ...page, body, etag: undefined }
+    const full = { ...page, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
     this.pages.set(key, full)
     return full
   }

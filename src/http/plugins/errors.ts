@@ -60,8 +60,8 @@ function notFoundError (request: FastifyRequest): ApiError {
  * the body: otherwise a bad Content-Type would turn the 404 the client needs into a 415.
  */
 export function registerEarlyNotFound (app: FastifyInstance): void {
-  app.addHook('onRequest', async function answerUnknownRoute (request) {
-    if (request.is404) throw notFoundError(request)
+  app.addHook('onRequest', function answerUnknownRoute (request, _reply, done) {
+    done(request.is404 ? notFoundError(request) : undefined)
   })
 }
 

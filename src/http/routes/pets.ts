@@ -35,7 +35,7 @@ const PetsRef = Type.Ref('Pets')
  * CONTRACT.md: query parameters are checked as written, each at most once, before
  * the schema checks their range: Ajv's coercion would accept " 20", "1e1" or "0x14".
  */
-async function readListQuery (request: FastifyRequest): Promise<void> {
+function readListQuery (request: FastifyRequest): void {
   const raw = request.query as Record<string, string | string[] | undefined>
   const single = (name: string): string | undefined => {
     const value = raw[name]
@@ -56,7 +56,7 @@ async function readListQuery (request: FastifyRequest): Promise<void> {
   }
 }
 
-async function readPetId (request: FastifyRequest): Promise<void> {
+function readPetId (request: FastifyRequest): void {
   const params = request.params as { petId: string }
   const petId = parsePositiveInt64Text(params.petId)
   if (petId === undefined) {
@@ -65,9 +65,24 @@ async function readPetId (request: FastifyRequest): Promise<void> {
   request.params = { petId: Number(petId) }
 }
 
-async function addDeprecationHeaders (_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-  reply.headers(deprecationHeaders())
-  return payload
+function addDeprecationHeaders (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void {
+  reply.headers(DEPRECATION_HEADER_VALUES)
+  done(null, payload)
+}
+
+const DEPRECATION_HEADER_VALUES = deprecationHeaders()
+
+/** A synchronous check as a callback-style hook: no promise per request on the hot path. */
+function hook (check: (request: FastifyRequest) => void) {
+  return function runCheck (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+    try {
+      check(request)
+    } catch (error) {
+      done(error as Error)
+      return
+    }
+    done()
+  }
 }
 
 const DEPRECATION_HEADERS = {
@@ -88,7 +103,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
 
   app.get('/v1/pets', {
-    preValidation: readListQuery,
+    preValidation: hook(readListQuery),
     schema: {
       operationId: 'listPets',
       summary: 'List animals',
@@ -131,7 +146,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
       reply.header('etag', page.etag)
       if (ifNoneMatchHits(request.headers['if-none-match'], page.etag)) return reply.code(304).send(NO_BODY)
     }
-    return reply.type(JSON_TYPE).send(page.json)
+    return reply.type(JSON_TYPE).send(page.body)
   })
 
   app.post('/v1/pets', {
@@ -162,17 +177,17 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
     const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
     const key = readIdempotencyKey(request)
     const claim = key === undefined || request.apiKey === null ? undefined : { apiKeyId: request.apiKey.keyId, key }
-    const created = (id: number, json: string): FastifyReply =>
-      reply.code(201).header('location', petLocation(id)).type(JSON_TYPE).send(json)
+    const created = (id: number, body: Buffer | string): FastifyReply =>
+      reply.code(201).header('location', petLocation(id)).type(JSON_TYPE).send(body)
 
     if (claim !== undefined) {
       const earlier = await idempotencyKeys.claim(claim, pet)
       if (earlier.outcome === 'mismatch') throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was already used with a different animal; use a new key')
       if (earlier.outcome === 'in_flight') throw new ApiError('idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly')
       if (earlier.outcome === 'completed') {
-        const json = await catalog.findJsonById(earlier.petId)
-        if (json === undefined) throw new Error(`idempotency key refers to missing animal ${earlier.petId}`)
-        return created(earlier.petId, json)
+        const body = await catalog.findById(earlier.petId)
+        if (body === undefined) throw new Error(`idempotency key refers to missing animal ${earlier.petId}`)
+        return created(earlier.petId, body)
       }
     }
     try {
@@ -185,7 +200,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
   })
 
   app.get('/v1/pets/:petId', {
-    preValidation: readPetId,
+    preValidation: hook(readPetId),
     onSend: addDeprecationHeaders,
     schema: {
       operationId: 'getPet',
@@ -202,9 +217,9 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
   }, async function getPet (request, reply) {
     const { petId } = request.params
     // Ids are assigned from 1 upwards and stay far below 2^53: a larger id cannot exist.
-    const json = Number.isSafeInteger(petId) ? await catalog.findJsonById(petId) : undefined
-    if (json === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
-    return reply.type(JSON_TYPE).send(json)
+    const body = Number.isSafeInteger(petId) ? await catalog.findById(petId) : undefined
+    if (body === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
+    return reply.type(JSON_TYPE).send(body)
   })
 
   registerMethodFallbacks(app, '/v1/pets', ['GET', 'POST'])
