@@ -301,6 +301,13 @@ describe('createPet', () => {
       assert.equal(await countPets(testApp.app, testApp.auth), 0)
     })
 
+    test('returns 400 invalid_request, not 415, for a POST with no body and no Content-Type (found by the fuzzer)', async (t) => {
+      const testApp = await buildTestApp(t)
+      const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth })
+      assertError(response, 400, 'invalid_request', /^the request body must be a JSON object$/)
+      assert.equal(await countPets(testApp.app, testApp.auth), 0)
+    })
+
     test('returns 400 invalid_request for a body that is not valid UTF-8', async (t) => {
       const server = await startServer(t)
       const invalid = [

@@ -866,6 +866,8 @@ function expectCreate (contentCase: CreateCase, verdict: BodyVerdict): Expectati
   const route: Route = { kind: 'operation', template: '/pets', method: 'post' }
   const expectation = (status: number[]): Expectation => ({ route, status, authenticated: true, auth: contentCase.auth })
   if (!contentCase.auth.valid) return expectation([401])
+  // No Content-Type and no bytes is no body at all: nothing to call unsupported, and the body is missing.
+  if (contentCase.contentType.header === undefined && contentCase.body.bytes.length === 0) return expectation([400])
   const unsupported = !contentCase.contentEncoding.identity || !contentCase.contentType.json
   const tooLarge = contentCase.body.bytes.length > MAX_BODY_BYTES
   if (unsupported && tooLarge) return expectation([413, 415])
@@ -1275,9 +1277,9 @@ function pathArbitrary (doc: OpenApiDocument, ids: number[]): fc.Arbitrary<{ lab
     { weight: 2, arbitrary: outside },
     { weight: 2, arbitrary: malformed }
   ).filter(({ path }) => {
-    // Not part of the API document: the API reference pages, the probes and the metrics.
+    // Not part of the API document: the API reference pages, the probes, the metrics and the developer portal.
     const decoded = path.replace(/%([0-9a-f]{2})/gi, (_all, hex: string) => String.fromCharCode(parseInt(hex, 16)))
-    return !/^\/+(docs|healthz|readyz|metrics)/i.test(decoded) && !/(^|\/)(?:\.|%2e){1,2}(\/|$)/i.test(path)
+    return !/^\/+(docs|healthz|readyz|metrics|portal)/i.test(decoded) && !/(^|\/)(?:\.|%2e){1,2}(\/|$)/i.test(path)
   })
 }
 
