@@ -16,6 +16,7 @@ import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
 import { tolerantUrl } from './http/tolerant-url.js'
+import { portalRoutes } from './portal/routes.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
 import { KeyVerifier } from './services/key-verifier.js'
@@ -68,6 +69,8 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
       answer().catch((failure: Error) => sendError(reply, toApiError(failure, request)))
     },
     return503OnClosing: true,
+    // X-Forwarded-* are believed only from the proxies TRUST_PROXY names (request.ip, request.protocol, request.host).
+    ...(config.trustProxy.length > 0 && { trustProxy: config.trustProxy }),
     serverFactory: (handler) => {
       const server = createServer({
         headersTimeout: config.headersTimeoutMs,
@@ -121,5 +124,6 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   await app.register(storeOrderRoutes)
   await app.register(docsRoutes)
   await app.register(healthRoutes, { store })
+  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
   return app
 }

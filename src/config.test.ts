@@ -20,8 +20,16 @@ test('loadConfig applies the documented defaults', () => {
     keepAliveTimeoutMs: 72_000,
     maxConnections: 10_000,
     metricsToken: undefined,
-    metricsEnabled: true
+    metricsEnabled: true,
+    trustProxy: []
   })
+})
+
+test('loadConfig reads TRUST_PROXY as a list of addresses, CIDR ranges and proxy-addr range names', () => {
+  assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1, fd00::/8,loopback' }).trustProxy, ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8', 'loopback'])
+  for (const bad of ['true', '10.0.0.0/33', '10.0.0.1/8/1', 'proxy.internal', '::1/129', '10.0.0.0/x']) {
+    assert.throws(() => loadConfig({ TRUST_PROXY: bad }), (error: Error) => /TRUST_PROXY/.test(error.message), bad)
+  }
 })
 
 test('loadConfig reads every variable', () => {

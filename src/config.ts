@@ -1,3 +1,5 @@
+import { isIP } from 'node:net'
+
 export type StorageLocation =
   | { engine: 'sqlite', path: string }
   | { engine: 'postgres', url: string }
@@ -38,6 +40,12 @@ export interface Config {
   metricsToken: string | undefined
   /** Whether requests are counted and GET /metrics exists. */
   metricsEnabled: boolean
+  /**
+   * Addresses or CIDR ranges of the reverse proxies whose X-Forwarded-For, -Proto and -Host
+   * are believed (the client address for log-in throttling, HTTPS for Secure cookies);
+   * empty believes none.
+   */
+  trustProxy: string[]
 }
 
 export const DEFAULT_SQLITE_PATH = './data/animal-store.sqlite'
@@ -75,6 +83,7 @@ export function loadConfig (env: Env): Readonly<Config> {
   const maxConnections = readInteger('MAX_CONNECTIONS', env.MAX_CONNECTIONS, 1, 1_000_000, fail)
   const metricsToken = readToken('METRICS_TOKEN', env.METRICS_TOKEN, fail)
   const metricsEnabled = readBoolean('METRICS_ENABLED', env.METRICS_ENABLED, fail)
+  const trustProxy = readTrustProxy(env.TRUST_PROXY, fail)
 
   if (problems.length > 0) throw new ConfigError(problems)
   return Object.freeze({
@@ -94,7 +103,8 @@ export function loadConfig (env: Env): Readonly<Config> {
     keepAliveTimeoutMs: keepAliveTimeoutMs ?? 72_000,
     maxConnections: maxConnections ?? 10_000,
     metricsToken,
-    metricsEnabled: metricsEnabled ?? true
+    metricsEnabled: metricsEnabled ?? true,
+    trustProxy: trustProxy ?? []
   })
 }
 
@@ -168,6 +178,22 @@ function readOrigins (value: string | undefined, fail: Fail): string[] | undefin
     }
   })
   return valid ? origins : fail('CORS_ORIGINS', 'expected a comma-separated list of origins such as https://app.example.com', value)
+}
+
+/** proxy-addr's names for the private ranges, accepted as Fastify's trustProxy accepts them. */
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal']
+
+function readTrustProxy (value: string | undefined, fail: Fail): string[] | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  const valid = entries.every((entry) => {
+    if (PROXY_RANGE_NAMES.includes(entry)) return true
+    const [address = '', prefix, extra] = entry.split('/')
+    const version = isIP(address)
+    if (version === 0 || extra !== undefined) return false
+    return prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128))
+  })
+  return valid ? entries : fail('TRUST_PROXY', 'expected a comma-separated list of proxy addresses or CIDR ranges such as 10.0.0.0/8,127.0.0.1 (or loopback, linklocal, uniquelocal)', value)
 }
 
 function readLogLevel (value: string | undefined, fail: Fail): LogLevel | undefined {

@@ -1,7 +1,7 @@
 import { ConfigError } from '../config.js'
 import { AccountsError } from '../services/accounts.js'
 import { DuplicateEmailError } from '../storage/store.js'
-import { accountsCreate } from './commands/accounts.js'
+import { accountsCreate, accountsSetPassword } from './commands/accounts.js'
 import { backup } from './commands/backup.js'
 import { configCommand } from './commands/config.js'
 import { keysCreate, keysList, keysRevoke } from './commands/keys.js'
@@ -15,6 +15,7 @@ const COMMANDS: Record<string, Command> = {
   migrate,
   config: configCommand,
   'accounts create': accountsCreate,
+  'accounts set-password': accountsSetPassword,
   'keys create': keysCreate,
   'keys list': keysList,
   'keys revoke': keysRevoke,

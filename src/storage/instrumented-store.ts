@@ -27,6 +27,8 @@ export function instrumentStore (store: Store, observe: Observe): Store {
     pets: timed('pets', store.pets, observe),
     accounts: timed('accounts', store.accounts, observe),
     apiKeys: timed('apiKeys', store.apiKeys, observe),
-    idempotency: timed('idempotency', store.idempotency, observe)
+    idempotency: timed('idempotency', store.idempotency, observe),
+    sessions: timed('sessions', store.sessions, observe),
+    loginAttempts: timed('loginAttempts', store.loginAttempts, observe)
   }
 }

@@ -49,10 +49,21 @@ export class DuplicateEmailError extends Error {
   }
 }
 
+export interface AccountCredentials {
+  accountId: number
+  /** PHC string of the password; null for an account created without one (by the CLI). */
+  passwordHash: string | null
+}
+
 export interface AccountRepository {
   /** Throws DuplicateEmailError when the (lower-cased) email is taken. */
-  create (account: { email: string, name: string | null }): Promise<AccountRow>
+  create (account: { email: string, name: string | null, passwordHash?: string | null }): Promise<AccountRow>
   findByEmail (email: string): Promise<AccountRow | undefined>
+  findById (id: number): Promise<AccountRow | undefined>
+  /** What a log-in checks; undefined when no account has the email. */
+  findCredentials (email: string): Promise<AccountCredentials | undefined>
+  /** Replaces the account's password hash; false when no account has that id. */
+  setPasswordHash (accountId: number, passwordHash: string): Promise<boolean>
 }
 
 export interface ApiKeyRow {
@@ -78,6 +89,51 @@ export interface ApiKeyRepository {
   revocationMarker (): Promise<number>
   /** Writes last-used times, never moving one backwards. */
   recordLastUsed (uses: ReadonlyArray<{ id: string, at: Date }>): Promise<void>
+}
+
+export interface SessionRow {
+  accountId: number
+  /** The synchronizer token every form of the session must send back. */
+  csrfToken: string
+  createdAt: Date
+  expiresAt: Date
+}
+
+/** Portal log-in sessions, kept by the SHA-256 digest of their cookie token, never the token. */
+export interface SessionRepository {
+  create (session: { tokenHash: string, accountId: number, csrfToken: string, createdAt: Date, expiresAt: Date }): Promise<void>
+  /** The session with that token digest, expired or not; undefined when none (never created, or deleted). */
+  findByTokenHash (tokenHash: string): Promise<SessionRow | undefined>
+  /** Moves the expiry of a session. */
+  extend (tokenHash: string, expiresAt: Date): Promise<void>
+  /** Ends one session (log-out); ending one that does not exist is not an error. */
+  delete (tokenHash: string): Promise<void>
+  /** Ends every session of the account (its password changed); returns how many. */
+  deleteByAccount (accountId: number): Promise<number>
+  /** Deletes sessions whose expiry is at or before the date; returns how many. */
+  deleteExpired (now: Date): Promise<number>
+}
+
+export interface LoginAttemptCount {
+  /** Attempts in the current window, the one just recorded included. */
+  attempts: number
+  windowStartedAt: Date
+}
+
+/** Log-in attempts per subject in fixed windows, shared by every instance. */
+export interface LoginAttemptRepository {
+  /**
+   * Counts one attempt against each subject atomically, so concurrent attempts on any
+   * instance each get their own count. A subject whose window started before windowStart
+   * starts a new window at now. Returns the counts in the order of the subjects.
+   */
+  record (subjects: readonly string[], now: Date, windowStart: Date): Promise<LoginAttemptCount[]>
+  /** Gives one attempt back (never below zero). */
+  forgive (subject: string): Promise<void>
+  /** Forgets every attempt of the subject. */
+  clear (subject: string): Promise<void>
+  /** Deletes subjects whose window started before the date; returns how many. */
+  deleteStaleBefore (windowStart: Date): Promise<number>
 }
 
 /** The database cannot be reached or did not answer in time; the request may be retried. */
@@ -118,6 +174,8 @@ export interface Store {
   readonly accounts: AccountRepository
   readonly apiKeys: ApiKeyRepository
   readonly idempotency: IdempotencyRepository
+  readonly sessions: SessionRepository
+  readonly loginAttempts: LoginAttemptRepository
   /** The named setting, created with the given value if it does not exist yet; all instances see the same value. */
   setting (name: string, createValue: () => string): Promise<string>
   /** Applies pending migrations; returns the versions applied. */

@@ -110,6 +110,82 @@ for (const engine of ENGINES) {
       assert.equal(listed?.lastUsedAt?.getTime(), later.getTime())
     })
 
+    test('accounts: found by id, created with or without a password hash, whose credentials are found by email', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const cli = await store.accounts.create({ email: 'cli@example.com', name: 'Ops' })
+      const portal = await store.accounts.create({ email: 'portal@example.com', name: null, passwordHash: '$scrypt$first' })
+      assert.deepEqual(await store.accounts.findById(cli.id), cli)
+      assert.deepEqual(await store.accounts.findById(portal.id), portal)
+      assert.equal(await store.accounts.findById(portal.id + 1000), undefined)
+      assert.deepEqual(Object.keys(portal).sort(), ['createdAt', 'email', 'id', 'name'], 'the hash never travels with the account')
+      assert.deepEqual(await store.accounts.findCredentials('cli@example.com'), { accountId: cli.id, passwordHash: null })
+      assert.deepEqual(await store.accounts.findCredentials('portal@example.com'), { accountId: portal.id, passwordHash: '$scrypt$first' })
+      assert.equal(await store.accounts.findCredentials('nobody@example.com'), undefined)
+      assert.equal(await store.accounts.setPasswordHash(cli.id, '$scrypt$set'), true)
+      assert.deepEqual(await store.accounts.findCredentials('cli@example.com'), { accountId: cli.id, passwordHash: '$scrypt$set' })
+      assert.equal(await store.accounts.setPasswordHash(portal.id + 1000, '$scrypt$x'), false)
+      await assert.rejects(store.accounts.create({ email: 'portal@example.com', name: null, passwordHash: '$scrypt$again' }), DuplicateEmailError)
+    })
+
+    test('sessions: found by token digest until deleted, extended, ended per account, purged once expired', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const alice = await store.accounts.create({ email: 'alice@example.com', name: null })
+      const bob = await store.accounts.create({ email: 'bob@example.com', name: null })
+      const createdAt = new Date(1_800_000_000_000)
+      const expiresAt = new Date(createdAt.getTime() + 3_600_000)
+      await store.sessions.create({ tokenHash: 'a1', accountId: alice.id, csrfToken: 'csrf-a1', createdAt, expiresAt })
+      await store.sessions.create({ tokenHash: 'a2', accountId: alice.id, csrfToken: 'csrf-a2', createdAt, expiresAt: new Date(createdAt.getTime() + 1000) })
+      await store.sessions.create({ tokenHash: 'b1', accountId: bob.id, csrfToken: 'csrf-b1', createdAt, expiresAt })
+      assert.deepEqual(await store.sessions.findByTokenHash('a1'), { accountId: alice.id, csrfToken: 'csrf-a1', createdAt, expiresAt })
+      assert.equal(await store.sessions.findByTokenHash('nope'), undefined)
+
+      const later = new Date(expiresAt.getTime() + 60_000)
+      await store.sessions.extend('a1', later)
+      assert.equal((await store.sessions.findByTokenHash('a1'))?.expiresAt.getTime(), later.getTime())
+
+      assert.equal(await store.sessions.deleteExpired(new Date(createdAt.getTime() + 1000)), 1, 'the session expiring at that instant goes')
+      assert.equal(await store.sessions.findByTokenHash('a2'), undefined)
+      await store.sessions.delete('b1')
+      await store.sessions.delete('b1')
+      assert.equal(await store.sessions.findByTokenHash('b1'), undefined)
+      await store.sessions.create({ tokenHash: 'a3', accountId: alice.id, csrfToken: 'csrf-a3', createdAt, expiresAt })
+      await store.sessions.create({ tokenHash: 'b2', accountId: bob.id, csrfToken: 'csrf-b2', createdAt, expiresAt })
+      assert.equal(await store.sessions.deleteByAccount(alice.id), 2)
+      assert.equal(await store.sessions.findByTokenHash('a1'), undefined)
+      assert.equal(await store.sessions.findByTokenHash('a3'), undefined)
+      assert.equal((await store.sessions.findByTokenHash('b2'))?.accountId, bob.id, "another account's session stays")
+    })
+
+    test('login attempts: counted per subject in fixed windows, atomically under concurrency, forgiven, cleared, purged', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const t0 = new Date(1_800_000_000_000)
+      const windowMs = 900_000
+      const at = (ms: number): { now: Date, windowStart: Date } => ({ now: new Date(t0.getTime() + ms), windowStart: new Date(t0.getTime() + ms - windowMs) })
+      const record = (subjects: string[], ms: number) => store.loginAttempts.record(subjects, at(ms).now, at(ms).windowStart)
+
+      assert.deepEqual(await record(['account:a', 'address:x'], 0), [{ attempts: 1, windowStartedAt: t0 }, { attempts: 1, windowStartedAt: t0 }])
+      assert.deepEqual(await record(['account:a', 'address:x'], 1000), [{ attempts: 2, windowStartedAt: t0 }, { attempts: 2, windowStartedAt: t0 }])
+      assert.deepEqual(await record(['account:b', 'address:x'], 2000), [{ attempts: 1, windowStartedAt: at(2000).now }, { attempts: 3, windowStartedAt: t0 }])
+
+      const concurrent = await Promise.all(Array.from({ length: 20 }, () => record(['account:c'], 3000)))
+      assert.deepEqual(concurrent.map(([count]) => count?.attempts).sort((a, b) => (a ?? 0) - (b ?? 0)), Array.from({ length: 20 }, (_, i) => i + 1),
+        'every concurrent attempt gets a count of its own')
+
+      await store.loginAttempts.forgive('address:x')
+      assert.equal((await record(['address:x'], 4000))[0]?.attempts, 3)
+      await store.loginAttempts.clear('account:a')
+      assert.deepEqual(await record(['account:a'], 5000), [{ attempts: 1, windowStartedAt: at(5000).now }])
+      for (let i = 0; i < 5; i++) await store.loginAttempts.forgive('account:b')
+      assert.equal((await record(['account:b'], 6000))[0]?.attempts, 1, 'forgiving never goes below zero')
+
+      assert.deepEqual(await record(['address:x'], windowMs + 1), [{ attempts: 1, windowStartedAt: at(windowMs + 1).now }], 'a new window starts once the old one is over')
+      assert.equal(await store.loginAttempts.deleteStaleBefore(new Date(t0.getTime() + 4000)), 2, 'account:b and account:c, whose windows began at 2000 and 3000')
+      assert.deepEqual(await record(['account:c'], 7000), [{ attempts: 1, windowStartedAt: at(7000).now }])
+    })
+
     test('a setting is created once and then shared', async (t) => {
       const store = await openStore(t)
       if (!store) return

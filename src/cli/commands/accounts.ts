@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { createAccount } from '../../services/accounts.js'
+import { createAccount, setAccountPassword } from '../../services/accounts.js'
 import { CliError, type Command } from '../context.js'
 import { withStore } from '../with-store.js'
 
@@ -13,6 +13,23 @@ export const accountsCreate: Command = {
     const account = await withStore(context, (store) => createAccount(store, { email, name: values.name }))
     context.stdout(`Created account ${account.email} (id ${account.id}).`)
     context.stdout(`Next: animal-store keys create --email ${account.email}`)
+    return 0
+  }
+}
+
+export const accountsSetPassword: Command = {
+  usage: 'animal-store accounts set-password --email E',
+  summary: 'Set the developer-portal password of an account, read from standard input (prompted without echo on a terminal). Ends its portal sessions.',
+  run: async (args, context) => {
+    const { values } = parseArgs({ args, options: { email: { type: 'string' } }, strict: true })
+    if (values.email === undefined) throw new CliError('--email is required')
+    if (context.readSecret === undefined) throw new CliError('no standard input to read the password from')
+    const email = values.email
+    const password = await context.readSecret('New password (at least 12 characters): ')
+    if (password === '') throw new CliError('no password was given on standard input')
+    const { account, endedSessions } = await withStore(context, (store) => setAccountPassword(store, { email, password }))
+    context.stdout(`Set the portal password of ${account.email}${endedSessions > 0 ? `; ended ${endedSessions} portal session${endedSessions === 1 ? '' : 's'}` : ''}.`)
+    context.stdout('They can log in at /portal/login.')
     return 0
   }
 }

@@ -24,7 +24,8 @@ function describe (config: Readonly<Config>): Array<[string, string]> {
     ['KEEP_ALIVE_TIMEOUT_MS', String(config.keepAliveTimeoutMs)],
     ['MAX_CONNECTIONS', String(config.maxConnections)],
     ['METRICS_TOKEN', config.metricsToken === undefined ? '' : MASK],
-    ['METRICS_ENABLED', String(config.metricsEnabled)]
+    ['METRICS_ENABLED', String(config.metricsEnabled)],
+    ['TRUST_PROXY', config.trustProxy.join(',')]
   ]
 }
 

@@ -9,6 +9,7 @@ import {
   type ApiKeyRow,
   type IdempotencyClaim,
   type IdempotencyKeyRef,
+  type LoginAttemptCount,
   type RevokeResult,
   type Store
 } from '../store.js'
@@ -40,6 +41,15 @@ const PAGE_ALL = pageSql('')
 const PAGE_BY_STATUS = pageSql('status = $3 AND')
 
 interface AccountDbRow { id: string, email: string, name: string | null, created_at: string }
+interface SessionDbRow { account_id: string, csrf_token: string, created_at: string, expires_at: string }
+const ACCOUNT_COLUMNS = 'id, email, name, created_at'
+
+// Every SET expression reads the row as it was, so both columns see the old window.
+const RECORD_ATTEMPT = `INSERT INTO login_attempts (subject, attempts, window_started_at) VALUES ($1, 1, $2)
+  ON CONFLICT (subject) DO UPDATE SET
+    attempts = CASE WHEN login_attempts.window_started_at < $3 THEN 1 ELSE login_attempts.attempts + 1 END,
+    window_started_at = CASE WHEN login_attempts.window_started_at < $3 THEN $2 ELSE login_attempts.window_started_at END
+  RETURNING attempts, window_started_at`
 interface ApiKeyDbRow {
   id: string
   account_id: string
@@ -165,9 +175,10 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
       }
     },
     accounts: {
-      create: async ({ email, name }) => {
+      create: async ({ email, name, passwordHash }) => {
         try {
-          const [row] = await query<AccountDbRow>('INSERT INTO accounts (email, name, created_at) VALUES ($1, $2, $3) RETURNING *', [email, name, Date.now()])
+          const [row] = await query<AccountDbRow>(`INSERT INTO accounts (email, name, password_hash, created_at) VALUES ($1, $2, $3, $4) RETURNING ${ACCOUNT_COLUMNS}`,
+            [email, name, passwordHash ?? null, Date.now()])
           return toAccount(row as AccountDbRow)
         } catch (error) {
           if ((error as { code?: string }).code === '23505') throw new DuplicateEmailError(email)
@@ -175,9 +186,51 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
         }
       },
       findByEmail: async (email) => {
-        const [row] = await query<AccountDbRow>('SELECT * FROM accounts WHERE email = $1', [email])
+        const [row] = await query<AccountDbRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE email = $1`, [email])
         return row && toAccount(row)
-      }
+      },
+      findById: async (id) => {
+        const [row] = await query<AccountDbRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [id])
+        return row && toAccount(row)
+      },
+      findCredentials: async (email) => {
+        const [row] = await query<{ id: string, password_hash: string | null }>('SELECT id, password_hash FROM accounts WHERE email = $1', [email])
+        return row && { accountId: Number(row.id), passwordHash: row.password_hash }
+      },
+      setPasswordHash: async (accountId, passwordHash) =>
+        (await query<{ id: string }>('UPDATE accounts SET password_hash = $1 WHERE id = $2 RETURNING id', [passwordHash, accountId])).length === 1
+    },
+    sessions: {
+      create: async ({ tokenHash, accountId, csrfToken, createdAt, expiresAt }) => {
+        await query('INSERT INTO sessions (token_hash, account_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
+          [tokenHash, accountId, csrfToken, createdAt.getTime(), expiresAt.getTime()])
+      },
+      findByTokenHash: async (tokenHash) => {
+        const [row] = await query<SessionDbRow>('SELECT account_id, csrf_token, created_at, expires_at FROM sessions WHERE token_hash = $1', [tokenHash])
+        return row && { accountId: Number(row.account_id), csrfToken: row.csrf_token, createdAt: new Date(Number(row.created_at)), expiresAt: new Date(Number(row.expires_at)) }
+      },
+      extend: async (tokenHash, expiresAt) => { await query('UPDATE sessions SET expires_at = $1 WHERE token_hash = $2', [expiresAt.getTime(), tokenHash]) },
+      delete: async (tokenHash) => { await query('DELETE FROM sessions WHERE token_hash = $1', [tokenHash]) },
+      deleteByAccount: async (accountId) =>
+        (await query<{ token_hash: string }>('DELETE FROM sessions WHERE account_id = $1 RETURNING token_hash', [accountId])).length,
+      deleteExpired: async (now) =>
+        (await query<{ token_hash: string }>('DELETE FROM sessions WHERE expires_at <= $1 RETURNING token_hash', [now.getTime()])).length
+    },
+    loginAttempts: {
+      record: async (subjects, now, windowStart) => transaction(async (client): Promise<LoginAttemptCount[]> => {
+        const counts: LoginAttemptCount[] = []
+        for (const subject of subjects) {
+          const { rows } = await client.query<{ attempts: number, window_started_at: string }>(RECORD_ATTEMPT, [subject, now.getTime(), windowStart.getTime()])
+          const row = rows[0]
+          if (row === undefined) throw new Error('recording a log-in attempt returned no row')
+          counts.push({ attempts: Number(row.attempts), windowStartedAt: new Date(Number(row.window_started_at)) })
+        }
+        return counts
+      }),
+      forgive: async (subject) => { await query('UPDATE login_attempts SET attempts = attempts - 1 WHERE subject = $1 AND attempts > 0', [subject]) },
+      clear: async (subject) => { await query('DELETE FROM login_attempts WHERE subject = $1', [subject]) },
+      deleteStaleBefore: async (windowStart) =>
+        (await query<{ subject: string }>('DELETE FROM login_attempts WHERE window_started_at < $1 RETURNING subject', [windowStart.getTime()])).length
     },
     apiKeys: {
       create: async ({ id, accountId, label, prefix, hash }) => {

@@ -59,5 +59,32 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
       );
       CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
     `
+  },
+  {
+    version: 3,
+    name: 'developer_portal',
+    sql: `
+      -- NULL for accounts created by the CLI until an operator sets a password.
+      ALTER TABLE accounts ADD COLUMN password_hash TEXT;
+
+      -- Only the SHA-256 digest of a session's cookie token is stored.
+      CREATE TABLE sessions (
+        token_hash TEXT PRIMARY KEY,
+        account_id INTEGER NOT NULL REFERENCES accounts (id),
+        csrf_token TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX sessions_account_id ON sessions (account_id);
+      CREATE INDEX sessions_expires_at ON sessions (expires_at);
+
+      -- Log-in throttling shared by every instance; subjects are digests of an email or an address.
+      CREATE TABLE login_attempts (
+        subject TEXT PRIMARY KEY,
+        attempts INTEGER NOT NULL,
+        window_started_at INTEGER NOT NULL
+      );
+      CREATE INDEX login_attempts_window_started_at ON login_attempts (window_started_at);
+    `
   }
 ]

@@ -11,6 +11,7 @@ import {
   type IdempotencyClaim,
   type IdempotencyKeyRef,
   type ListPetsQuery,
+  type LoginAttemptCount,
   type PetPage,
   type RevokeResult,
   type Store
@@ -37,6 +38,15 @@ const pageSql = (statusFilter: string): string => `
     EXISTS (SELECT 1 FROM pets WHERE ${statusFilter} id > (SELECT max(id) FROM page)) AS hasMore`
 
 interface AccountDbRow { id: number, email: string, name: string | null, created_at: number }
+interface SessionDbRow { account_id: number, csrf_token: string, created_at: number, expires_at: number }
+const ACCOUNT_COLUMNS = 'id, email, name, created_at'
+
+// Every SET expression reads the row as it was, so both columns see the old window.
+const RECORD_ATTEMPT = `INSERT INTO login_attempts (subject, attempts, window_started_at) VALUES (@subject, 1, @now)
+  ON CONFLICT (subject) DO UPDATE SET
+    attempts = CASE WHEN login_attempts.window_started_at < @windowStart THEN 1 ELSE login_attempts.attempts + 1 END,
+    window_started_at = CASE WHEN login_attempts.window_started_at < @windowStart THEN @now ELSE login_attempts.window_started_at END
+  RETURNING attempts, window_started_at`
 interface ApiKeyDbRow {
   id: string
   account_id: number
@@ -120,8 +130,21 @@ function prepareStatements (db: Database.Database) {
     pageByStatus: db.prepare(pageSql('status = @status AND')),
     existsAfterAll: db.prepare('SELECT EXISTS (SELECT 1 FROM pets WHERE id > ?)').pluck(),
     existsAfterByStatus: db.prepare('SELECT EXISTS (SELECT 1 FROM pets WHERE status = ? AND id > ?)').pluck(),
-    insertAccount: db.prepare('INSERT INTO accounts (email, name, created_at) VALUES (?, ?, ?) RETURNING *'),
-    accountByEmail: db.prepare('SELECT * FROM accounts WHERE email = ?'),
+    insertAccount: db.prepare(`INSERT INTO accounts (email, name, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${ACCOUNT_COLUMNS}`),
+    accountByEmail: db.prepare(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE email = ?`),
+    accountById: db.prepare(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
+    credentialsByEmail: db.prepare('SELECT id, password_hash FROM accounts WHERE email = ?'),
+    setPasswordHash: db.prepare('UPDATE accounts SET password_hash = ? WHERE id = ?'),
+    insertSession: db.prepare('INSERT INTO sessions (token_hash, account_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)'),
+    sessionByHash: db.prepare('SELECT account_id, csrf_token, created_at, expires_at FROM sessions WHERE token_hash = ?'),
+    extendSession: db.prepare('UPDATE sessions SET expires_at = ? WHERE token_hash = ?'),
+    deleteSession: db.prepare('DELETE FROM sessions WHERE token_hash = ?'),
+    deleteSessionsByAccount: db.prepare('DELETE FROM sessions WHERE account_id = ?'),
+    deleteExpiredSessions: db.prepare('DELETE FROM sessions WHERE expires_at <= ?'),
+    recordAttempt: db.prepare(RECORD_ATTEMPT),
+    forgiveAttempt: db.prepare('UPDATE login_attempts SET attempts = attempts - 1 WHERE subject = ? AND attempts > 0'),
+    clearAttempts: db.prepare('DELETE FROM login_attempts WHERE subject = ?'),
+    deleteStaleAttempts: db.prepare('DELETE FROM login_attempts WHERE window_started_at < ?'),
     insertApiKey: db.prepare('INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING *'),
     apiKeyByHash: db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
     apiKeysByAccount: db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id'),
@@ -173,9 +196,9 @@ function buildStore (db: Database.Database, sql: () => Statements): Store {
         (status === undefined ? sql().existsAfterAll.get(afterId) : sql().existsAfterByStatus.get(status, afterId)) === 1
     },
     accounts: {
-      create: async ({ email, name }) => {
+      create: async ({ email, name, passwordHash }) => {
         try {
-          return toAccount(sql().insertAccount.get(email, name, Date.now()) as AccountDbRow)
+          return toAccount(sql().insertAccount.get(email, name, passwordHash ?? null, Date.now()) as AccountDbRow)
         } catch (error) {
           if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new DuplicateEmailError(email)
           throw error
@@ -184,7 +207,38 @@ function buildStore (db: Database.Database, sql: () => Statements): Store {
       findByEmail: async (email) => {
         const row = sql().accountByEmail.get(email) as AccountDbRow | undefined
         return row && toAccount(row)
-      }
+      },
+      findById: async (id) => {
+        const row = sql().accountById.get(id) as AccountDbRow | undefined
+        return row && toAccount(row)
+      },
+      findCredentials: async (email) => {
+        const row = sql().credentialsByEmail.get(email) as { id: number, password_hash: string | null } | undefined
+        return row && { accountId: row.id, passwordHash: row.password_hash }
+      },
+      setPasswordHash: async (accountId, passwordHash) => sql().setPasswordHash.run(passwordHash, accountId).changes === 1
+    },
+    sessions: {
+      create: async ({ tokenHash, accountId, csrfToken, createdAt, expiresAt }) => {
+        sql().insertSession.run(tokenHash, accountId, csrfToken, createdAt.getTime(), expiresAt.getTime())
+      },
+      findByTokenHash: async (tokenHash) => {
+        const row = sql().sessionByHash.get(tokenHash) as SessionDbRow | undefined
+        return row && { accountId: row.account_id, csrfToken: row.csrf_token, createdAt: new Date(row.created_at), expiresAt: new Date(row.expires_at) }
+      },
+      extend: async (tokenHash, expiresAt) => { sql().extendSession.run(expiresAt.getTime(), tokenHash) },
+      delete: async (tokenHash) => { sql().deleteSession.run(tokenHash) },
+      deleteByAccount: async (accountId) => sql().deleteSessionsByAccount.run(accountId).changes,
+      deleteExpired: async (now) => sql().deleteExpiredSessions.run(now.getTime()).changes
+    },
+    loginAttempts: {
+      record: async (subjects, now, windowStart) => db.transaction((): LoginAttemptCount[] => subjects.map((subject) => {
+        const row = sql().recordAttempt.get({ subject, now: now.getTime(), windowStart: windowStart.getTime() }) as { attempts: number, window_started_at: number }
+        return { attempts: row.attempts, windowStartedAt: new Date(row.window_started_at) }
+      })).immediate(),
+      forgive: async (subject) => { sql().forgiveAttempt.run(subject) },
+      clear: async (subject) => { sql().clearAttempts.run(subject) },
+      deleteStaleBefore: async (windowStart) => sql().deleteStaleAttempts.run(windowStart.getTime()).changes
     },
     apiKeys: {
       create: async ({ id, accountId, label, prefix, hash }) =>

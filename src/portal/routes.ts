@@ -1,0 +1,300 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import cookie from '@fastify/cookie'
+import formbody from '@fastify/formbody'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { normalizeEmail } from '../core/accounts.js'
+import { ApiError } from '../core/errors.js'
+import { AccountsError, issueApiKey, keyLabelOrFail } from '../services/accounts.js'
+import { StoreUnavailableError, type ApiKeyRow, type Store } from '../storage/store.js'
+import { CSRF_FIELD, PresessionCsrf, sessionCsrfValid } from './csrf.js'
+import { logIn, signUp } from './log-in.js'
+import { PasswordHasher, PasswordHasherBusyError } from './password.js'
+import { cookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
+import { errorPage, keysPage, logInPage, revokePage, signUpPage, type AssetUrls } from './views.js'
+
+export interface PortalOptions {
+  store: Store
+  /** PUBLIC_BASE_URL: the API base in the first-request snippet; https here makes cookies Secure. */
+  publicBaseUrl: string | undefined
+}
+
+/** What every portal page is sent with; no inline script or style anywhere, so the CSP can forbid both. */
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'permissions-policy': 'camera=(), microphone=(), geolocation=(), payment=()'
+}
+const MAX_FORM_BYTES = 16 * 1024
+const MAX_ACTIVE_KEYS = 100
+const KEY_ID = /^key_[0-9A-Za-z]{16}$/
+const HOST = /^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/
+const FORM_EXPIRED = 'This form has expired or was not sent from this site. Please try again.'
+
+interface Asset { body: Buffer, type: string }
+
+/** The stylesheet, the copy-button script and the icon, read once; their URLs carry a digest of the content. */
+function loadAssets (): { files: Record<keyof AssetUrls, Asset & { path: string }>, urls: AssetUrls } {
+  const dir = join(import.meta.dirname, 'assets')
+  const read = (name: string, type: string): Asset & { path: string } => ({ path: `/assets/${name}`, body: readFileSync(join(dir, name)), type })
+  const files = {
+    css: read('portal.css', 'text/css; charset=utf-8'),
+    script: read('copy.js', 'text/javascript; charset=utf-8'),
+    icon: read('favicon.svg', 'image/svg+xml')
+  }
+  const url = ({ path, body }: Asset & { path: string }): string => `/portal${path}?v=${createHash('sha256').update(body).digest('base64url').slice(0, 12)}`
+  return { files, urls: { css: url(files.css), script: url(files.script), icon: url(files.icon) } }
+}
+
+/** A single-valued form field; repeated fields and anything but text count as absent. */
+function field (request: FastifyRequest, name: string): string | undefined {
+  const body = request.body
+  if (typeof body !== 'object' || body === null) return undefined
+  const value = (body as Record<string, unknown>)[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+function sendPage (reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').send(body)
+}
+
+const minutes = (seconds: number): string => {
+  const count = Math.max(1, Math.ceil(seconds / 60))
+  return `${count} minute${count === 1 ? '' : 's'}`
+}
+
+const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.')
+
+/**
+ * The developer portal under /portal: sign-up, log-in and the account's API keys, as
+ * server-rendered pages. Not part of the API: no API key, no JSON errors, not in the
+ * OpenAPI document. Cookies and form bodies are parsed here only, so the API keeps its
+ * strict JSON body handling.
+ */
+export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl }: PortalOptions): Promise<void> {
+  await app.register(cookie)
+  await app.register(formbody, { bodyLimit: MAX_FORM_BYTES })
+
+  const policy = { publicHttps: publicBaseUrl?.startsWith('https:') === true }
+  const sessions = new Sessions(store, policy)
+  const presession = new PresessionCsrf(await store.setting('portal_csrf_secret', () => randomBytes(32).toString('base64url')), policy)
+  const hasher = new PasswordHasher()
+  const { files, urls: assets } = loadAssets()
+  const hidden = { schema: { hide: true } }
+
+  app.addHook('onSend', async function portalHeaders (request, reply, payload) {
+    reply.headers(PAGE_HEADERS)
+    // Pages, and above all the one that shows a new key, must never be kept by a cache.
+    if (reply.getHeader('cache-control') === undefined) reply.header('cache-control', 'no-store')
+    if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000')
+    return payload
+  })
+
+  const apiBaseUrl = (request: FastifyRequest): string => {
+    if (publicBaseUrl !== undefined) return publicBaseUrl
+    const host = HOST.test(request.host) ? request.host : 'localhost:8080'
+    return `${request.protocol}://${host}/v1`
+  }
+
+  /** The session, or a redirect to the log-in page (saying the session ended when a cookie came without a live one). */
+  async function sessionOrRedirect (request: FastifyRequest, reply: FastifyReply): Promise<PortalSession | undefined> {
+    const session = await sessions.current(request)
+    if (session === undefined) {
+      const ended = sessions.hasCookie(request)
+      if (ended) reply.clearCookie(SESSION_COOKIE, cookieOptions(request, policy))
+      await reply.redirect(ended ? '/portal/login?ended=1' : '/portal/login', 303)
+    }
+    return session
+  }
+
+  interface KeysPageExtras { created?: { key: string, row: ApiKeyRow }, error?: string, label?: string }
+
+  async function renderKeys (request: FastifyRequest, reply: FastifyReply, session: PortalSession, status: number, extras: KeysPageExtras): Promise<FastifyReply> {
+    const keys = await store.apiKeys.listByAccount(session.account.id)
+    return sendPage(reply, status, keysPage({ assets, session, keys, apiBaseUrl: apiBaseUrl(request), ...extras }))
+  }
+
+  for (const asset of Object.values(files)) {
+    app.get(asset.path, hidden, async function portalAsset (_request, reply) {
+      return reply.type(asset.type).header('cache-control', 'public, max-age=86400').send(asset.body)
+    })
+  }
+
+  app.get('/', hidden, async function portalHome (request, reply) {
+    return reply.redirect(await sessions.current(request) === undefined ? '/portal/login' : '/portal/keys', 303)
+  })
+
+  app.get('/login', hidden, async function showLogIn (request, reply) {
+    if (await sessions.current(request) !== undefined) return reply.redirect('/portal/keys', 303)
+    const query = request.query as Record<string, unknown>
+    const notice = query.logged_out !== undefined
+      ? 'You have logged out.'
+      : query.ended !== undefined ? 'Your session has ended. Please log in again.' : undefined
+    return sendPage(reply, 200, logInPage({ assets, csrfToken: presession.issue(request, reply), notice }))
+  })
+
+  app.post('/login', hidden, async function submitLogIn (request, reply) {
+    const emailText = (field(request, 'email') ?? '').slice(0, 320)
+    const render = (status: number, error: string): FastifyReply =>
+      sendPage(reply, status, logInPage({ assets, csrfToken: presession.issue(request, reply), email: emailText, error }))
+    if (!presession.verify(request, field(request, CSRF_FIELD))) return render(403, FORM_EXPIRED)
+    const email = normalizeEmail(emailText)
+    const password = field(request, 'password') ?? ''
+    if (email === undefined || password === '') return render(400, 'Enter your email address and your password.')
+
+    const result = await logIn(store, hasher, { email, password, ip: request.ip })
+    if (result.outcome === 'throttled') {
+      reply.header('retry-after', String(result.retryAfterSeconds))
+      return render(429, `Too many failed log-ins for this account or from your network. Try again in ${minutes(result.retryAfterSeconds)}.`)
+    }
+    // One message for an unknown email, an account without a password and a wrong password.
+    if (result.outcome === 'refused') return render(401, 'The email address or the password is not correct.')
+    await sessions.start(request, reply, result.accountId)
+    presession.clear(request, reply)
+    request.log.info({ accountId: result.accountId }, 'portal log-in')
+    return reply.redirect('/portal/keys', 303)
+  })
+
+  app.get('/signup', hidden, async function showSignUp (request, reply) {
+    if (await sessions.current(request) !== undefined) return reply.redirect('/portal/keys', 303)
+    return sendPage(reply, 200, signUpPage({ assets, csrfToken: presession.issue(request, reply) }))
+  })
+
+  app.post('/signup', hidden, async function submitSignUp (request, reply) {
+    const emailText = (field(request, 'email') ?? '').slice(0, 320)
+    const render = (status: number, error: string): FastifyReply =>
+      sendPage(reply, status, signUpPage({ assets, csrfToken: presession.issue(request, reply), email: emailText, error }))
+    if (!presession.verify(request, field(request, CSRF_FIELD))) return render(403, FORM_EXPIRED)
+    const email = normalizeEmail(emailText)
+    if (email === undefined) return render(400, 'Enter a valid email address, such as you@example.com.')
+
+    const result = await signUp(store, hasher, { email, password: field(request, 'password') ?? '', ip: request.ip })
+    switch (result.outcome) {
+      case 'invalid_password':
+        return render(400, result.message)
+      case 'throttled':
+        reply.header('retry-after', String(result.retryAfterSeconds))
+        return render(429, `Too many attempts from your network. Try again in ${minutes(result.retryAfterSeconds)}.`)
+      case 'duplicate':
+        return render(409, 'An account with this email address already exists: log in instead. If an operator created it with the ' +
+          'animal-store command, ask them to set a password for it (animal-store accounts set-password).')
+      case 'ok':
+        await sessions.start(request, reply, result.accountId)
+        presession.clear(request, reply)
+        request.log.info({ accountId: result.accountId }, 'portal sign-up')
+        return reply.redirect('/portal/keys', 303)
+    }
+  })
+
+  app.post('/logout', hidden, async function submitLogOut (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    if (!sessionCsrfValid(session, field(request, CSRF_FIELD))) {
+      return sendPage(reply, 403, errorPage({ assets, status: 403, title: 'Form expired', message: FORM_EXPIRED, session }))
+    }
+    await sessions.end(request, reply, session)
+    return reply.redirect('/portal/login?logged_out=1', 303)
+  })
+
+  app.get('/keys', hidden, async function showKeys (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    const revoked = (request.query as Record<string, unknown>).revoked
+    const keys = await store.apiKeys.listByAccount(session.account.id)
+    const key = typeof revoked === 'string' ? keys.find((candidate) => candidate.id === revoked && candidate.revokedAt !== null) : undefined
+    const notice = key === undefined ? undefined : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
+    return sendPage(reply, 200, keysPage({ assets, session, keys, apiBaseUrl: apiBaseUrl(request), notice }))
+  })
+
+  app.post('/keys', hidden, async function generateKey (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    if (!sessionCsrfValid(session, field(request, CSRF_FIELD))) {
+      return sendPage(reply, 403, errorPage({ assets, status: 403, title: 'Form expired', message: FORM_EXPIRED, session }))
+    }
+    const labelText = field(request, 'label') ?? ''
+    let label: string | null
+    try {
+      label = keyLabelOrFail(labelText)
+    } catch (error) {
+      if (!(error instanceof AccountsError)) throw error
+      return renderKeys(request, reply, session, 400, { error: sentence(error.message), label: labelText.slice(0, 500) })
+    }
+    const active = (await store.apiKeys.listByAccount(session.account.id)).filter((key) => key.revokedAt === null).length
+    if (active >= MAX_ACTIVE_KEYS) {
+      return renderKeys(request, reply, session, 400, { error: `You have ${active} active keys, the most an account may have. Revoke one you no longer use first.`, label: labelText })
+    }
+    const created = await issueApiKey(store, session.account.id, label)
+    request.log.info({ accountId: session.account.id, keyId: created.row.id }, 'portal: API key generated')
+    // 201 with the secret in the page, once; the response is marked no-store like every portal page.
+    return renderKeys(request, reply, session, 201, { created })
+  })
+
+  /** The key if it belongs to the session's account; any other key is answered exactly like a key that does not exist. */
+  async function ownKey (session: PortalSession, keyId: string) {
+    if (!KEY_ID.test(keyId)) return undefined
+    return (await store.apiKeys.listByAccount(session.account.id)).find((key) => key.id === keyId)
+  }
+
+  const noSuchKey = (reply: FastifyReply, session: PortalSession): FastifyReply =>
+    sendPage(reply, 404, errorPage({ assets, status: 404, title: 'No such key', message: 'None of your keys has this id.', session }))
+
+  app.get<{ Params: { keyId: string } }>('/keys/:keyId/revoke', hidden, async function confirmRevokeKey (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    const key = await ownKey(session, request.params.keyId)
+    if (key === undefined) return noSuchKey(reply, session)
+    if (key.revokedAt !== null) return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
+    return sendPage(reply, 200, revokePage({ assets, session, key }))
+  })
+
+  app.post<{ Params: { keyId: string } }>('/keys/:keyId/revoke', hidden, async function revokeKey (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    if (!sessionCsrfValid(session, field(request, CSRF_FIELD))) {
+      return sendPage(reply, 403, errorPage({ assets, status: 403, title: 'Form expired', message: FORM_EXPIRED, session }))
+    }
+    const key = await ownKey(session, request.params.keyId)
+    if (key === undefined) return noSuchKey(reply, session)
+    // Moves the revocation marker: every instance drops the key within a second.
+    await store.apiKeys.revoke(key.id)
+    request.log.info({ accountId: session.account.id, keyId: key.id }, 'portal: API key revoked')
+    return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
+  })
+
+  app.setNotFoundHandler(function portalNotFound (_request, reply) {
+    return sendPage(reply, 404, errorPage({ assets, status: 404, title: 'Page not found', message: 'There is no page at this address.' }))
+  })
+
+  // People read these errors: pages, not the API's JSON.
+  app.setErrorHandler(function portalError (error: FastifyError | Error, request, reply) {
+    const { status, title, message } = describeError(error, request)
+    if (status === 503) reply.header('retry-after', '1')
+    return sendPage(reply, status, errorPage({ assets, status, title, message }))
+  })
+}
+
+function describeError (error: FastifyError | Error, request: FastifyRequest): { status: number, title: string, message: string } {
+  if (error instanceof PasswordHasherBusyError) {
+    return { status: 503, title: 'Busy', message: 'The portal is busy. Please try again in a moment.' }
+  }
+  if (error instanceof StoreUnavailableError) {
+    request.log.warn({ err: error.reason }, 'database unavailable')
+    return { status: 503, title: 'Unavailable', message: 'The portal is briefly unavailable. Please try again in a moment.' }
+  }
+  if (error instanceof ApiError) {
+    return error.status === 404
+      ? { status: 404, title: 'Page not found', message: 'There is no page at this address.' }
+      : { status: error.status, title: 'Request refused', message: error.message }
+  }
+  const status = (error as FastifyError).statusCode
+  if (status === 413) return { status, title: 'Form too large', message: 'The form sent is too large.' }
+  if (status === 503) return { status, title: 'Unavailable', message: 'The service is restarting. Please try again in a moment.' }
+  if (status !== undefined && status >= 400 && status < 500) return { status, title: 'Bad request', message: 'The request could not be read.' }
+  request.log.error({ err: error }, 'unexpected error in the developer portal')
+  return { status: 500, title: 'Something went wrong', message: `Something went wrong on our side. Quote request id ${request.id} if you report it.` }
+}

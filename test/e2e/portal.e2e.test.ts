@@ -1,0 +1,203 @@
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test, type TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { tempDir } from '../helpers/build-app.js'
+import { startServer, type TestServer } from '../helpers/start-server.js'
+
+/** Debian's chromium package: Playwright's own browser download does not work here. */
+const CHROMIUM = '/usr/bin/chromium'
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic']
+const SCREENSHOT = join(import.meta.dirname, '..', '..', 'docs', 'portal-keys.png')
+const PASSWORD = 'correct horse battery staple'
+
+/** Whether the browser is installed; under CI=true a missing browser is a failure, elsewhere a loud skip. */
+function chromiumAvailable (): boolean {
+  if (existsSync(CHROMIUM)) return true
+  if (process.env.CI === 'true') throw new Error(`Chromium is required in CI but ${CHROMIUM} is missing: apt-get install -y chromium`)
+  process.stderr.write(`\n*** ${CHROMIUM} is missing: the browser end-to-end tests of the developer portal are SKIPPED (apt-get install -y chromium) ***\n\n`)
+  return false
+}
+
+interface Session {
+  server: TestServer
+  context: BrowserContext
+  page: Page
+  /** Console errors, CSP violations among them. */
+  consoleErrors: string[]
+}
+
+/** The service on a real socket and a fresh Chromium profile (its own user-data dir) with one page. */
+async function open (t: TestContext): Promise<Session> {
+  // Registered first so that it runs first: the browser's keep-alive connections would hold up the server's close.
+  let browser: BrowserContext | undefined
+  t.after(() => browser?.close())
+  const server = await startServer(t)
+  const context = browser = await chromium.launchPersistentContext(tempDir(t), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1000, height: 800 },
+    baseURL: server.baseUrl
+  })
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.baseUrl })
+  const page = context.pages()[0] ?? await context.newPage()
+  const consoleErrors: string[] = []
+  page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()) })
+  page.on('pageerror', (error) => consoleErrors.push(error.message))
+  return { server, context, page, consoleErrors }
+}
+
+async function fillCredentials (page: Page, email: string, password: string): Promise<void> {
+  await page.getByLabel('Email').fill(email)
+  await page.getByLabel('Password', { exact: true }).fill(password)
+}
+
+async function signUp (page: Page, email: string, password: string): Promise<void> {
+  await page.goto('/portal/signup')
+  await fillCredentials(page, email, password)
+  await page.getByRole('button', { name: 'Create account' }).click()
+}
+
+async function apiStatus (baseUrl: string, key: string): Promise<number> {
+  const response = await fetch(`${baseUrl}/v1/pets?limit=5`, { headers: { authorization: `Bearer ${key}` } })
+  await response.arrayBuffer()
+  return response.status
+}
+
+const alert = (page: Page) => page.locator('p.message.error')
+
+describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
+  test('sign up, log in, generate a key, call the API with it, revoke it and see the API refuse it within 1 s', { timeout: 120_000 }, async (t) => {
+    const { server, page, consoleErrors } = await open(t)
+
+    await page.goto('/portal')
+    await assert.doesNotReject(page.waitForURL('**/portal/login'))
+    await page.getByRole('link', { name: 'Sign up' }).click()
+    await signUp(page, 'newcomer@example.com', PASSWORD)
+    await page.waitForURL('**/portal/keys')
+    assert.match(await page.locator('h1').innerText(), /API keys/)
+
+    await page.getByRole('button', { name: 'Log out' }).click()
+    await page.waitForURL('**/portal/login?logged_out=1')
+    assert.match(await page.locator('p.message.notice').innerText(), /You have logged out/)
+    await page.goto('/portal/keys')
+    await page.waitForURL('**/portal/login')
+
+    await fillCredentials(page, 'newcomer@example.com', PASSWORD)
+    await page.getByRole('button', { name: 'Log in' }).click()
+    await page.waitForURL('**/portal/keys')
+
+    await page.getByLabel('Label').fill('laptop')
+    await page.getByRole('button', { name: 'Generate key' }).click()
+    await page.locator('#new-key-value').waitFor()
+    const key = await page.locator('#new-key-value').innerText()
+    assert.match(key, /^ask_[0-9A-Za-z]{38}$/)
+    assert.match(await page.locator('.new-key .warning').innerText(), /it will not be shown again/)
+
+    // The copy button exists only once the script ran (no inline script: the CSP would have blocked it).
+    const copyKey = page.getByRole('button', { name: 'Copy key' })
+    assert.equal(await copyKey.isVisible(), true, 'the copy button is shown by the script')
+    await copyKey.click()
+    await page.locator('#new-key-status', { hasText: /Copied|Selected/ }).waitFor()
+    if (/Copied/.test(await page.locator('#new-key-status').innerText())) {
+      assert.equal(await page.evaluate<string>('navigator.clipboard.readText()'), key)
+    }
+    const snippet = await page.locator('#snippet').innerText()
+    assert.equal(snippet, `export ANIMAL_STORE_KEY='${key}'\ncurl -s "${server.baseUrl}/v1/pets?limit=5" -H "Authorization: Bearer $ANIMAL_STORE_KEY"`)
+
+    assert.equal(await apiStatus(server.baseUrl, key), 200, 'the first API call with the new key succeeds')
+
+    await page.getByLabel('Label').fill('ci-server')
+    await page.getByRole('button', { name: 'Generate key' }).click()
+    await page.locator('#new-key-value').waitFor()
+    const kept = await page.locator('#new-key-value').innerText()
+
+    await page.goto('/portal/keys')
+    assert.equal((await page.content()).includes(key), false, 'the secret is not shown again')
+    await page.getByRole('link', { name: 'Revoke the key laptop' }).click()
+    await page.waitForURL('**/revoke')
+    await page.getByRole('button', { name: 'Revoke key' }).click()
+    await page.waitForURL('**/portal/keys?revoked=*')
+    const revokedAt = performance.now()
+    let status = await apiStatus(server.baseUrl, key)
+    while (status === 200 && performance.now() - revokedAt < 3000) {
+      await new Promise((resolve) => setTimeout(resolve, 25))
+      status = await apiStatus(server.baseUrl, key)
+    }
+    const elapsed = performance.now() - revokedAt
+    assert.equal(status, 401, 'the revoked key is refused')
+    assert.ok(elapsed < 1000, `refused after ${Math.round(elapsed)} ms`)
+    assert.equal(await apiStatus(server.baseUrl, kept), 200, 'the other key still works')
+    assert.match(await page.locator('p.message.notice').innerText(), /The key laptop has been revoked/)
+    assert.match(await page.locator('tr.revoked').innerText(), /laptop/)
+
+    mkdirSync(join(SCREENSHOT, '..'), { recursive: true })
+    await page.screenshot({ path: SCREENSHOT, fullPage: true })
+
+    // Phone width: nothing wider than the screen.
+    await page.setViewportSize({ width: 360, height: 740 })
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')
+    assert.ok(overflow <= 0, `the keys page scrolls sideways by ${overflow} px at 360 px`)
+
+    assert.deepEqual(consoleErrors, [], 'no console errors, no CSP violations')
+  })
+
+  test('failure paths: wrong password, unknown email, duplicate email, short password and a form without its CSRF token', { timeout: 120_000 }, async (t) => {
+    const { page, consoleErrors } = await open(t)
+    await signUp(page, 'taken@example.com', PASSWORD)
+    await page.waitForURL('**/portal/keys')
+    await page.getByRole('button', { name: 'Log out' }).click()
+    await page.waitForURL('**/portal/login?logged_out=1')
+
+    await fillCredentials(page, 'taken@example.com', 'not the right password')
+    await page.getByRole('button', { name: 'Log in' }).click()
+    await alert(page).waitFor()
+    const wrongPassword = await alert(page).innerText()
+    assert.equal(wrongPassword, 'The email address or the password is not correct.')
+    assert.equal(await page.getByLabel('Email').inputValue(), 'taken@example.com', 'the email is kept')
+    assert.equal(await page.getByLabel('Password', { exact: true }).inputValue(), '', 'the password is not sent back')
+
+    await fillCredentials(page, 'nobody@example.com', PASSWORD)
+    await page.getByRole('button', { name: 'Log in' }).click()
+    await page.waitForLoadState()
+    assert.equal(await alert(page).innerText(), wrongPassword, 'an unknown email gets the same answer')
+
+    await signUp(page, 'taken@example.com', 'another long password')
+    await alert(page).waitFor()
+    assert.match(await alert(page).innerText(), /already exists: log in instead/)
+
+    await page.goto('/portal/signup')
+    assert.equal(await page.getByLabel('Password', { exact: true }).getAttribute('minlength'), '12', 'the browser checks the length first')
+    // Past the browser's own check, the server refuses it too.
+    await page.evaluate("document.querySelector('form.stack').noValidate = true")
+    await fillCredentials(page, 'short@example.com', 'too short')
+    await page.getByRole('button', { name: 'Create account' }).click()
+    await page.waitForLoadState()
+    assert.equal(await alert(page).innerText(), 'The password must be at least 12 characters long.')
+
+    await page.goto('/portal/login')
+    await page.evaluate("document.querySelector('form.stack input[name=\"_csrf\"]').remove()")
+    await fillCredentials(page, 'taken@example.com', PASSWORD)
+    const [response] = await Promise.all([page.waitForResponse((candidate) => candidate.request().method() === 'POST'), page.getByRole('button', { name: 'Log in' }).click()])
+    assert.equal(response.status(), 403)
+    assert.match(await alert(page).innerText(), /form has expired or was not sent from this site/)
+    assert.equal(page.url().endsWith('/portal/login'), true, 'not logged in')
+
+    // The re-rendered form carries a fresh token and works.
+    await fillCredentials(page, 'taken@example.com', PASSWORD)
+    await page.getByRole('button', { name: 'Log in' }).click()
+    await page.waitForURL('**/portal/keys')
+
+    // Logged in, a form without its token changes nothing either.
+    await page.evaluate("document.querySelector('form[action=\"/portal/keys\"] input[name=\"_csrf\"]').remove()")
+    await page.getByLabel('Label').fill('forged')
+    const [generate] = await Promise.all([page.waitForResponse((candidate) => candidate.request().method() === 'POST'), page.getByRole('button', { name: 'Generate key' }).click()])
+    assert.equal(generate.status(), 403)
+    await page.goto('/portal/keys')
+    assert.match(await page.locator('main').innerText(), /You have no keys yet/)
+
+    assert.deepEqual(consoleErrors.filter((text) => !/status of (400|401|403|409)/.test(text)), [], 'no console errors beyond the refused requests')
+  })
+})

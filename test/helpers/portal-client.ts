@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+
+/** Reads the hidden CSRF field of the (first) form of a portal page. */
+export function csrfTokenOf (body: string): string {
+  const match = /<input type="hidden" name="_csrf" value="([^"]+)">/.exec(body)
+  assert.ok(match?.[1], `no CSRF field in the page:\n${body}`)
+  return match[1]
+}
+
+/** The secret of a key just generated, as the page shows it. */
+export function newKeyOf (body: string): string {
+  const match = /<code id="new-key-value">(ask_[0-9A-Za-z]+)<\/code>/.exec(body)
+  assert.ok(match?.[1], `no new key in the page:\n${body}`)
+  return match[1]
+}
+
+/** The text of an error or notice paragraph. */
+export function messageOf (body: string): string {
+  return /<p class="message [a-z]+" [^>]*>([^<]*)<\/p>/.exec(body)?.[1] ?? ''
+}
+
+/**
+ * A browser for app.inject: keeps the cookies the portal sets (as a browser would, by
+ * name; Max-Age=0 deletes) and sends forms url-encoded.
+ */
+export class PortalClient {
+  readonly cookies = new Map<string, string>()
+
+  constructor (private readonly app: FastifyInstance, readonly remoteAddress = '127.0.0.1') {}
+
+  private cookieHeader (): Record<string, string> {
+    return this.cookies.size === 0 ? {} : { cookie: [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ') }
+  }
+
+  private keep (response: LightMyRequestResponse): LightMyRequestResponse {
+    const header = response.headers['set-cookie']
+    for (const line of header === undefined ? [] : Array.isArray(header) ? header : [header]) {
+      const [pair = ''] = line.split(';')
+      const name = pair.slice(0, pair.indexOf('='))
+      if (/;\s*Max-Age=0/i.test(line)) this.cookies.delete(name)
+      else this.cookies.set(name, pair.slice(name.length + 1))
+    }
+    return response
+  }
+
+  async get (url: string, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+    return this.keep(await this.app.inject({ url, remoteAddress: this.remoteAddress, headers: { ...this.cookieHeader(), ...headers } }))
+  }
+
+  async post (url: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+    return this.keep(await this.app.inject({
+      method: 'POST',
+      url,
+      remoteAddress: this.remoteAddress,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...this.cookieHeader(), ...headers },
+      payload: new URLSearchParams(fields).toString()
+    }))
+  }
+
+  /** Opens the page and posts its form with the page's CSRF token plus the fields. */
+  async submit (pageUrl: string, actionUrl: string, fields: Record<string, string>): Promise<LightMyRequestResponse> {
+    const page = await this.get(pageUrl)
+    assert.equal(page.statusCode, 200, page.body)
+    return this.post(actionUrl, { _csrf: csrfTokenOf(page.body), ...fields })
+  }
+
+  async signUp (email: string, password: string): Promise<LightMyRequestResponse> {
+    return this.submit('/portal/signup', '/portal/signup', { email, password })
+  }
+
+  async logIn (email: string, password: string): Promise<LightMyRequestResponse> {
+    return this.submit('/portal/login', '/portal/login', { email, password })
+  }
+
+  /** Generates a key from the keys page; returns the response and the secret it shows. */
+  async generateKey (label: string): Promise<{ response: LightMyRequestResponse, key: string }> {
+    const response = await this.submit('/portal/keys', '/portal/keys', { label })
+    assert.equal(response.statusCode, 201, response.body)
+    return { response, key: newKeyOf(response.body) }
+  }
+}

@@ -1,0 +1,571 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { existsSync, readFileSync } from 'node:fs'
+import { Writable } from 'node:stream'
+import { describe, test, type TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import type { FastifyInstance } from 'fastify'
+import { pino } from 'pino'
+import { buildApp, loggerOptions } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { accountSubject, addressSubject, LOGIN_THROTTLE } from '../../src/core/login-throttle.js'
+import { hashSessionToken } from '../../src/core/sessions.js'
+import { createAccount } from '../../src/services/accounts.js'
+import type { Store } from '../../src/storage/store.js'
+import { buildTestApp, openTestStore, TEST_DEFAULTS } from '../helpers/build-app.js'
+import { csrfTokenOf, messageOf, PortalClient } from '../helpers/portal-client.js'
+import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
+
+const PASSWORD = 'correct horse battery staple'
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+
+async function secondInstance (t: TestContext, store: Store, env: Record<string, string> = {}): Promise<FastifyInstance> {
+  const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger: pino({ level: 'silent' }) })
+  t.after(() => app.close())
+  return app
+}
+
+async function apiStatus (app: FastifyInstance, key: string): Promise<number> {
+  return (await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })).statusCode
+}
+
+/** Polls until the key is refused; returns how long that took. */
+async function msUntilRefused (app: FastifyInstance, key: string, since: number): Promise<number> {
+  for (;;) {
+    const status = await apiStatus(app, key)
+    if (status === 401) return performance.now() - since
+    assert.equal(status, 200)
+    if (performance.now() - since > 5000) assert.fail('the revoked key was still accepted after 5 s')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** Body without what legitimately differs between two answers to the same form: the email typed. */
+const withoutEmail = (body: string, email: string): string => body.replaceAll(email, 'EMAIL')
+
+function assertPortalHeaders (response: { headers: Record<string, unknown>, statusCode: number }, context: string): void {
+  assert.equal(response.headers['content-security-policy'], CSP, context)
+  assert.equal(response.headers['x-frame-options'], 'DENY', context)
+  assert.equal(response.headers['referrer-policy'], 'no-referrer', context)
+  assert.equal(response.headers['cache-control'], 'no-store', context)
+  assert.equal(response.headers['x-content-type-options'], 'nosniff', context)
+}
+
+function assertNoInlineCode (body: string, context: string): void {
+  // Attribute values emptied: escaped text inside them is no attribute.
+  const tags = (body.match(/<[a-z][^>]*>/gi) ?? []).map((tag) => tag.replace(/="[^"]*"/g, '=""'))
+  assert.deepEqual(tags.filter((tag) => /^<script\b/i.test(tag) && !/\ssrc=""/.test(tag)), [], `inline script in ${context}`)
+  assert.deepEqual(tags.filter((tag) => /^<style\b|\sstyle=|\son[a-z]+=/i.test(tag)), [], `inline style or event handler in ${context}`)
+}
+
+/** The first-request snippet as the browser shows it (entities decoded). */
+function snippetOf (body: string): string {
+  const match = /<code id="snippet">([^<]*)<\/code>/.exec(body)
+  assert.ok(match?.[1], body)
+  return match[1].replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&amp;', '&')
+}
+
+describe('developer portal: sign-up and log-in', () => {
+  test('/portal sends visitors to the log-in page, which needs no API key and links to sign-up', async (t) => {
+    const { app } = await buildTestApp(t)
+    const home = await app.inject({ url: '/portal' })
+    assert.equal(home.statusCode, 303)
+    assert.equal(home.headers.location, '/portal/login')
+    const page = await app.inject({ url: '/portal/login' })
+    assert.equal(page.statusCode, 200, page.body)
+    assert.match(String(page.headers['content-type']), /^text\/html; charset=utf-8$/)
+    assert.match(page.body, /<label for="email">Email<\/label>\s*<input id="email" name="email" type="email"/)
+    assert.match(page.body, /<label for="password">Password<\/label>\s*<input id="password" name="password" type="password"/)
+    assert.match(page.body, /href="\/portal\/signup"/)
+    assert.match(page.body, /href="\/docs"/)
+    csrfTokenOf(page.body)
+  })
+
+  test('sign-up creates an account with an scrypt hash, logs it in and shows its (empty) keys page', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    const signedUp = await browser.signUp(' New.User@Example.com ', PASSWORD)
+    assert.equal(signedUp.statusCode, 303, signedUp.body)
+    assert.equal(signedUp.headers.location, '/portal/keys')
+    const credentials = await store.accounts.findCredentials('new.user@example.com')
+    assert.ok(credentials, 'the account exists under the normalised email')
+    assert.match(credentials.passwordHash ?? '', /^\$scrypt\$ln=17,r=8,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/)
+    assert.equal(credentials.passwordHash?.includes(PASSWORD), false)
+    const keys = await browser.get('/portal/keys')
+    assert.equal(keys.statusCode, 200, keys.body)
+    assert.match(keys.body, /new\.user@example\.com/)
+    assert.match(keys.body, /You have no keys yet/)
+  })
+
+  test('sign-up refuses a taken email with 409, whether the account came from the portal or the CLI', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    assert.equal((await new PortalClient(app).signUp('taken@example.com', PASSWORD)).statusCode, 303)
+    await createAccount(store, { email: 'operator-made@example.com' })
+    for (const email of ['taken@example.com', 'TAKEN@example.com', 'operator-made@example.com']) {
+      const again = await new PortalClient(app).signUp(email, 'another long password')
+      assert.equal(again.statusCode, 409, again.body)
+      assert.match(messageOf(again.body), /already exists: log in instead.*animal-store accounts set-password/)
+      assert.match(again.body, new RegExp(`value="${email.replace('.', '\\.')}"`), 'the form keeps the email typed')
+    }
+    assert.equal((await store.accounts.findCredentials('operator-made@example.com'))?.passwordHash, null, 'the CLI account got no password')
+  })
+
+  test('sign-up refuses a password under 12 characters and an invalid email with 400, creating nothing', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const short = await new PortalClient(app).signUp('short@example.com', 'elevenchars')
+    assert.equal(short.statusCode, 400, short.body)
+    assert.equal(messageOf(short.body), 'The password must be at least 12 characters long.')
+    assert.equal(await store.accounts.findByEmail('short@example.com'), undefined)
+    const invalid = await new PortalClient(app).signUp('not-an-email', PASSWORD)
+    assert.equal(invalid.statusCode, 400, invalid.body)
+    assert.match(messageOf(invalid.body), /valid email address/)
+  })
+
+  test('log-in with the right password starts a session; the cookie is HttpOnly, SameSite=Lax, Path=/portal and holds a token whose digest only is stored', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await new PortalClient(app).signUp('alice@example.com', PASSWORD)
+    const browser = new PortalClient(app)
+    const response = await browser.logIn('Alice@example.com', PASSWORD)
+    assert.equal(response.statusCode, 303, response.body)
+    assert.equal(response.headers.location, '/portal/keys')
+    const cookie = [response.headers['set-cookie']].flat().find((line) => String(line).startsWith('portal_session='))
+    assert.match(String(cookie), /^portal_session=[A-Za-z0-9_-]{43}; Path=\/portal; HttpOnly; SameSite=Lax$/)
+    const token = browser.cookies.get('portal_session') ?? ''
+    assert.ok(await store.sessions.findByTokenHash(hashSessionToken(token)), 'the session is found by the digest')
+    assert.equal(await store.sessions.findByTokenHash(token), undefined, 'the token itself is not stored')
+    assert.equal(browser.cookies.has('portal_presession'), false, 'the pre-session cookie is cleared')
+    assert.equal((await browser.get('/portal/keys')).statusCode, 200)
+    assert.equal((await browser.get('/portal/login')).headers.location, '/portal/keys', 'a logged-in visitor skips the log-in page')
+  })
+
+  test('logging in again (from a tab opened before) replaces the session: the earlier one ends', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await new PortalClient(app).signUp('alice@example.com', PASSWORD)
+    const browser = new PortalClient(app)
+    const page = await browser.get('/portal/login')
+    const nonce = browser.cookies.get('portal_presession') ?? ''
+    const fields = { _csrf: csrfTokenOf(page.body), email: 'alice@example.com', password: PASSWORD }
+    assert.equal((await browser.post('/portal/login', fields)).statusCode, 303)
+    const first = browser.cookies.get('portal_session') ?? ''
+    browser.cookies.set('portal_presession', nonce)
+    assert.equal((await browser.post('/portal/login', fields)).statusCode, 303)
+    const second = browser.cookies.get('portal_session') ?? ''
+    assert.notEqual(second, first, 'a new token at every log-in')
+    assert.equal(await store.sessions.findByTokenHash(hashSessionToken(first)), undefined)
+    assert.ok(await store.sessions.findByTokenHash(hashSessionToken(second)))
+  })
+
+  test('wrong password, unknown email and an account without a password get the same 401 page, in similar time', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await new PortalClient(app).signUp('alice@example.com', PASSWORD)
+    await createAccount(store, { email: 'no-password@example.com' })
+    const attempt = async (email: string, password: string): Promise<{ status: number, body: string, ms: number }> => {
+      const browser = new PortalClient(app)
+      const page = await browser.get('/portal/login')
+      const started = performance.now()
+      const response = await browser.post('/portal/login', { _csrf: csrfTokenOf(page.body), email, password })
+      return { status: response.statusCode, body: withoutEmail(response.body.replace(csrfTokenOf(response.body), 'TOKEN'), email), ms: performance.now() - started }
+    }
+    const wrong = [await attempt('alice@example.com', 'not the password'), await attempt('alice@example.com', 'not the password either')]
+    const unknown = [await attempt('nobody@example.com', PASSWORD), await attempt('nobody-else@example.com', PASSWORD)]
+    const passwordless = await attempt('no-password@example.com', PASSWORD)
+    for (const answer of [...wrong, ...unknown, passwordless]) {
+      assert.equal(answer.status, 401, answer.body)
+      assert.equal(answer.body, wrong[0]?.body)
+    }
+    assert.equal(messageOf(wrong[0]?.body ?? ''), 'The email address or the password is not correct.')
+    // An unknown email is checked against a dummy scrypt hash: it takes as long, not a lookup's few milliseconds.
+    const fastest = (answers: Array<{ ms: number }>): number => Math.min(...answers.map((answer) => answer.ms))
+    assert.ok(fastest(unknown) > fastest(wrong) / 3, `unknown email ${fastest(unknown)} ms vs wrong password ${fastest(wrong)} ms`)
+    assert.ok(passwordless.ms > fastest(wrong) / 3, `account without password ${passwordless.ms} ms vs wrong password ${fastest(wrong)} ms`)
+  })
+
+  test('log-out ends the session on the server: the old cookie opens nothing and its forms do nothing', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('bob@example.com', PASSWORD)
+    const keysPage = await browser.get('/portal/keys')
+    const token = csrfTokenOf(keysPage.body)
+    const oldCookie = browser.cookies.get('portal_session') ?? ''
+    const loggedOut = await browser.post('/portal/logout', { _csrf: token })
+    assert.equal(loggedOut.statusCode, 303, loggedOut.body)
+    assert.equal(loggedOut.headers.location, '/portal/login?logged_out=1')
+    assert.equal(browser.cookies.has('portal_session'), false, 'the cookie is cleared')
+    assert.equal(await store.sessions.findByTokenHash(hashSessionToken(oldCookie)), undefined, 'the session is deleted')
+    assert.equal(messageOf((await browser.get('/portal/login?logged_out=1')).body), 'You have logged out.')
+
+    const replay = new PortalClient(app)
+    replay.cookies.set('portal_session', oldCookie)
+    const page = await replay.get('/portal/keys')
+    assert.equal(page.statusCode, 303)
+    assert.equal(page.headers.location, '/portal/login?ended=1')
+    const post = await replay.post('/portal/keys', { _csrf: token, label: 'after logout' }, { cookie: `portal_session=${oldCookie}` })
+    assert.equal(post.statusCode, 303)
+    const account = await store.accounts.findByEmail('bob@example.com')
+    assert.deepEqual(await store.apiKeys.listByAccount(account?.id ?? 0), [], 'no key was generated with the ended session')
+  })
+
+  test('an expired session is refused and deleted', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('carol@example.com', PASSWORD)
+    const tokenHash = hashSessionToken(browser.cookies.get('portal_session') ?? '')
+    await store.sessions.extend(tokenHash, new Date(Date.now() - 1000))
+    const page = await browser.get('/portal/keys')
+    assert.equal(page.statusCode, 303)
+    assert.equal(page.headers.location, '/portal/login?ended=1')
+    assert.equal(await store.sessions.findByTokenHash(tokenHash), undefined)
+  })
+
+  test('cookies are Secure over HTTPS: behind a proxy named in TRUST_PROXY, or when PUBLIC_BASE_URL is https; X-Forwarded-Proto from others is ignored', async (t) => {
+    const cookieOf = async (env: Record<string, string>, headers: Record<string, string>): Promise<string> => {
+      const { app } = await buildTestApp(t, env)
+      const response = await app.inject({ url: '/portal/login', headers })
+      return String(response.headers['set-cookie'])
+    }
+    assert.doesNotMatch(await cookieOf({}, { 'x-forwarded-proto': 'https' }), /Secure/)
+    assert.match(await cookieOf({ TRUST_PROXY: '127.0.0.1' }, { 'x-forwarded-proto': 'https' }), /; Secure/)
+    assert.doesNotMatch(await cookieOf({ TRUST_PROXY: '10.0.0.0/8' }, { 'x-forwarded-proto': 'https' }), /Secure/)
+    assert.match(await cookieOf({ PUBLIC_BASE_URL: 'https://api.example.com/v1' }, {}), /; Secure/)
+  })
+})
+
+describe('developer portal: CSRF', () => {
+  test('sign-up and log-in posts without the token, with a wrong one or without the pre-session cookie get 403 and change nothing', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await new PortalClient(app).signUp('dave@example.com', PASSWORD)
+    for (const path of ['/portal/signup', '/portal/login']) {
+      const browser = new PortalClient(app)
+      const page = await browser.get(path)
+      const token = csrfTokenOf(page.body)
+      const other = new PortalClient(app)
+      const otherToken = csrfTokenOf((await other.get(path)).body)
+      const email = path === '/portal/login' ? 'dave@example.com' : 'eve@example.com'
+      const attempts: Array<{ label: string, fields: Record<string, string> }> = [
+        { label: 'no token', fields: { email, password: PASSWORD } },
+        { label: 'empty token', fields: { _csrf: '', email, password: PASSWORD } },
+        { label: 'wrong token', fields: { _csrf: `${token.slice(0, -2)}xx`, email, password: PASSWORD } },
+        { label: "another browser's token", fields: { _csrf: otherToken, email, password: PASSWORD } }
+      ]
+      for (const { label, fields } of attempts) {
+        const response = await browser.post(path, fields)
+        assert.equal(response.statusCode, 403, `${path}, ${label}: ${response.body}`)
+        assert.match(messageOf(response.body), /form has expired or was not sent from this site/)
+        assert.equal(browser.cookies.has('portal_session'), false, `${path}, ${label}`)
+      }
+      const cookieless = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ _csrf: token, email, password: PASSWORD }).toString() })
+      assert.equal(cookieless.statusCode, 403, `${path} without the pre-session cookie`)
+      const asJson = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/json', cookie: `portal_presession=${browser.cookies.get('portal_presession') ?? ''}` }, payload: JSON.stringify({ _csrf: token, email, password: PASSWORD }) })
+      assert.equal(asJson.statusCode, 403, `${path} with a JSON body`)
+      assert.equal((await browser.post(path, { _csrf: token, email, password: PASSWORD })).statusCode, 303, `${path} with its token`)
+    }
+    assert.equal((await store.accounts.findByEmail('eve@example.com'))?.email, 'eve@example.com')
+  })
+
+  test("forms of a session need the session's token: generate, revoke and log out refuse a missing, wrong or other session's token", async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const alice = new PortalClient(app)
+    await alice.signUp('alice@example.com', PASSWORD)
+    const { key } = await alice.generateKey('kept')
+    const [row] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('alice@example.com'))?.id ?? 0)
+    const mallory = new PortalClient(app)
+    await mallory.signUp('mallory@example.com', PASSWORD)
+    const malloryToken = csrfTokenOf((await mallory.get('/portal/keys')).body)
+    const aliceToken = csrfTokenOf((await alice.get('/portal/keys')).body)
+
+    for (const [label, fields] of [['no token', {}], ['wrong token', { _csrf: aliceToken.split('').reverse().join('') }], ["another session's token", { _csrf: malloryToken }]] as const) {
+      const generate = await alice.post('/portal/keys', { ...fields, label: 'forged' })
+      assert.equal(generate.statusCode, 403, `generate, ${label}: ${generate.body}`)
+      assert.doesNotMatch(generate.body, /new-key-value/)
+      const revoke = await alice.post(`/portal/keys/${row?.id ?? ''}/revoke`, fields)
+      assert.equal(revoke.statusCode, 403, `revoke, ${label}`)
+      const logout = await alice.post('/portal/logout', fields)
+      assert.equal(logout.statusCode, 403, `log-out, ${label}`)
+    }
+    assert.equal((await store.apiKeys.listByAccount(row?.accountId ?? 0)).length, 1, 'no key was generated')
+    assert.equal(await apiStatus(app, key), 200, 'the key was not revoked')
+    assert.equal((await alice.get('/portal/keys')).statusCode, 200, 'the session is still open')
+  })
+})
+
+describe('developer portal: keys', () => {
+  test('a generated key is shown once, with a warning and copy buttons, in a no-store 201 page, and works on the API at once', async (t) => {
+    const { app, store, databaseUrl } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('frank@example.com', PASSWORD)
+    const { response, key } = await browser.generateKey('laptop')
+    assert.equal(response.headers['cache-control'], 'no-store')
+    assert.match(response.body, /Copy this key now: it will not be shown again/)
+    assert.match(response.body, /<button type="button" class="copy" data-copy="new-key-value" data-status="new-key-status" hidden>Copy key<\/button>/)
+    assert.match(response.body, /<script src="\/portal\/assets\/copy\.js\?v=[A-Za-z0-9_-]+" defer><\/script>/)
+    assert.equal(snippetOf(response.body), `export ANIMAL_STORE_KEY='${key}'\ncurl -s "http://localhost:80/v1/pets?limit=5" -H "Authorization: Bearer $ANIMAL_STORE_KEY"`)
+    assert.equal(await apiStatus(app, key), 200, 'the key works at once')
+
+    const later = await browser.get('/portal/keys')
+    assert.equal(later.body.includes(key), false, 'the secret is never shown again')
+    assert.equal(later.body.includes(key.slice(12)), false)
+    assert.match(later.body, /<td data-label="Label">laptop<\/td>/)
+    assert.ok(later.body.includes(`<code>${key.slice(0, 12)}…</code>`), 'the prefix identifies the key')
+    assert.match(later.body, /<td data-label="Last used"><span class="muted">never<\/span><\/td>|<td data-label="Last used"><time/)
+    assert.match(later.body, /<td data-label="Status">Active<\/td>/)
+
+    const account = await store.accounts.findByEmail('frank@example.com')
+    const [row] = await store.apiKeys.listByAccount(account?.id ?? 0)
+    const listed = await runCli(['keys', 'list', '--email', 'frank@example.com', '--json'], { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl })
+    assert.equal(listed.code, 0, listed.stderr)
+    assert.deepEqual((JSON.parse(listed.stdout) as Array<{ id: string, label: string }>).map(({ id, label }) => ({ id, label })), [{ id: row?.id, label: 'laptop' }], 'the CLI lists the portal key')
+  })
+
+  test('the first-request snippet uses PUBLIC_BASE_URL when set', async (t) => {
+    const { app } = await buildTestApp(t, { PUBLIC_BASE_URL: 'https://api.example.com/v1' })
+    const browser = new PortalClient(app)
+    await browser.signUp('grace@example.com', PASSWORD)
+    const page = await browser.get('/portal/keys')
+    assert.match(snippetOf(page.body), /^export ANIMAL_STORE_KEY='paste-your-key-here'\ncurl -s "https:\/\/api\.example\.com\/v1\/pets\?limit=5"/)
+  })
+
+  test('revoking asks for confirmation, then the key is refused within 1 s on every instance and shown revoked in the portal and the CLI', async (t) => {
+    const { app, store, databaseUrl } = await buildTestApp(t)
+    const other = await secondInstance(t, store)
+    const browser = new PortalClient(app)
+    await browser.signUp('heidi@example.com', PASSWORD)
+    const { key } = await browser.generateKey('to revoke')
+    const kept = await browser.generateKey('to keep')
+    assert.equal(await apiStatus(app, key), 200)
+    assert.equal(await apiStatus(other, key), 200, 'both instances have verified (and cached) the key')
+    const [row] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('heidi@example.com'))?.id ?? 0)
+    assert.ok(row)
+
+    const confirm = await browser.get(`/portal/keys/${row.id}/revoke`)
+    assert.equal(confirm.statusCode, 200, confirm.body)
+    assert.match(confirm.body, /Revoke the key “to revoke”\?/)
+    const revoked = await browser.post(`/portal/keys/${row.id}/revoke`, { _csrf: csrfTokenOf(confirm.body) })
+    const since = performance.now()
+    assert.equal(revoked.statusCode, 303, revoked.body)
+    assert.equal(revoked.headers.location, `/portal/keys?revoked=${row.id}`)
+    const [first, second] = await Promise.all([msUntilRefused(app, key, since), msUntilRefused(other, key, since)])
+    assert.ok(first < 1000 && second < 1000, `refused after ${first} and ${second} ms`)
+    assert.equal(await apiStatus(app, kept.key), 200, 'the other key still works')
+
+    const page = await browser.get(revoked.headers.location)
+    assert.match(messageOf(page.body), /The key to revoke has been revoked/)
+    assert.match(page.body, /<td data-label="Status">Revoked <time/)
+    const listed = await runCli(['keys', 'list', '--email', 'heidi@example.com', '--json'], { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl })
+    const cliRow = (JSON.parse(listed.stdout) as Array<{ id: string, revokedAt: string | null }>).find(({ id }) => id === row.id)
+    assert.match(cliRow?.revokedAt ?? '', /^\d{4}-/)
+  })
+
+  test('one account never sees nor revokes the keys of another: its id gets the same 404 as an unknown one', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const alice = new PortalClient(app)
+    await alice.signUp('alice@example.com', PASSWORD)
+    const { key: aliceKey } = await alice.generateKey('alice secret project')
+    const [aliceRow] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('alice@example.com'))?.id ?? 0)
+    assert.ok(aliceRow)
+    const bob = new PortalClient(app)
+    await bob.signUp('bob@example.com', PASSWORD)
+    await bob.generateKey('bob key')
+
+    const bobPage = await bob.get('/portal/keys')
+    assert.match(bobPage.body, /bob key/)
+    assert.doesNotMatch(bobPage.body, /alice secret project/)
+    assert.equal(bobPage.body.includes(aliceRow.prefix), false)
+    assert.equal(bobPage.body.includes(aliceRow.id), false)
+
+    const token = csrfTokenOf(bobPage.body)
+    const unknownId = 'key_0000000000000000'
+    const confirmOther = await bob.get(`/portal/keys/${aliceRow.id}/revoke`)
+    const confirmUnknown = await bob.get(`/portal/keys/${unknownId}/revoke`)
+    const revokeOther = await bob.post(`/portal/keys/${aliceRow.id}/revoke`, { _csrf: token })
+    const revokeUnknown = await bob.post(`/portal/keys/${unknownId}/revoke`, { _csrf: token })
+    for (const response of [confirmOther, confirmUnknown, revokeOther, revokeUnknown]) {
+      assert.equal(response.statusCode, 404, response.body)
+      assert.equal(messageOf(response.body), 'None of your keys has this id.')
+    }
+    assert.equal(confirmOther.body, confirmUnknown.body)
+    assert.equal(revokeOther.body.replace(/Status \d+/, ''), revokeUnknown.body.replace(/Status \d+/, ''))
+    assert.equal((await bob.get(`/portal/keys?revoked=${aliceRow.id}`)).body.includes('has been revoked'), false)
+    assert.equal(await apiStatus(app, aliceKey), 200, "alice's key still works")
+    assert.equal((await store.apiKeys.listByAccount(aliceRow.accountId))[0]?.revokedAt, null)
+  })
+
+  test('a label over 100 characters is refused with 400 and the page keeps it; labels are escaped', async (t) => {
+    const { app } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('ivan@example.com', PASSWORD)
+    const tooLong = await browser.submit('/portal/keys', '/portal/keys', { label: 'x'.repeat(101) })
+    assert.equal(tooLong.statusCode, 400, tooLong.body)
+    assert.equal(messageOf(tooLong.body), 'The label must be at most 100 characters long.')
+    assert.doesNotMatch(tooLong.body, /new-key-value/)
+    const evil = '<img src=x onerror="alert(1)">'
+    const { response } = await browser.generateKey(evil)
+    assert.equal(response.body.includes(evil), false)
+    assert.ok(response.body.includes('&lt;img src=x onerror=&quot;alert(1)&quot;&gt;'))
+    assertNoInlineCode(response.body, 'the keys page with a hostile label')
+  })
+})
+
+describe('developer portal: throttling', () => {
+  test(`after ${LOGIN_THROTTLE.maxPerAccount} failed log-ins an account is refused with 429 and Retry-After, even with the right password, on every instance`, { timeout: 60_000 }, async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const other = await secondInstance(t, store)
+    await new PortalClient(app).signUp('judy@example.com', PASSWORD)
+    for (let attempt = 1; attempt <= LOGIN_THROTTLE.maxPerAccount; attempt++) {
+      const instance = attempt % 2 === 0 ? app : other
+      const response = await new PortalClient(instance, `192.0.2.${attempt}`).logIn('judy@example.com', `wrong password ${attempt}`)
+      assert.equal(response.statusCode, 401, `attempt ${attempt}: ${response.body}`)
+    }
+    const throttled = await new PortalClient(other, '198.51.100.7').logIn('judy@example.com', PASSWORD)
+    assert.equal(throttled.statusCode, 429, throttled.body)
+    assert.match(String(throttled.headers['retry-after']), /^\d+$/)
+    assert.ok(Number(throttled.headers['retry-after']) <= LOGIN_THROTTLE.windowMs / 1000)
+    assert.match(messageOf(throttled.body), /Too many failed log-ins for this account or from your network\. Try again in \d+ minutes?\./)
+
+    // An unknown email is throttled the same way, so the throttle tells nothing about which emails exist.
+    const now = new Date()
+    for (let i = 0; i < LOGIN_THROTTLE.maxPerAccount; i++) await store.loginAttempts.record([accountSubject('nobody@example.com')], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
+    const unknown = await new PortalClient(app, '198.51.100.8').logIn('nobody@example.com', PASSWORD)
+    assert.equal(unknown.statusCode, 429)
+    assert.match(messageOf(unknown.body), /^Too many failed log-ins for this account or from your network\. Try again in \d+ minutes?\.$/)
+
+    const someoneElse = await new PortalClient(app, '198.51.100.7').signUp('kim@example.com', PASSWORD)
+    assert.equal(someoneElse.statusCode, 303, 'other accounts are not affected')
+  })
+
+  test(`after ${LOGIN_THROTTLE.maxPerAddress} attempts from one address, log-ins and sign-ups from it are refused, other addresses are not`, async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await new PortalClient(app, '203.0.113.9').signUp('leo@example.com', PASSWORD)
+    const now = new Date()
+    // Filled through the store: fifty real log-ins would only make the test slow.
+    for (let i = 1; i < LOGIN_THROTTLE.maxPerAddress; i++) await store.loginAttempts.record([addressSubject('203.0.113.5')], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
+    const last = await new PortalClient(app, '203.0.113.5').logIn('leo@example.com', 'wrong password!')
+    assert.equal(last.statusCode, 401, 'the last attempt the address may make')
+    const logIn = await new PortalClient(app, '203.0.113.5').logIn('leo@example.com', PASSWORD)
+    assert.equal(logIn.statusCode, 429, logIn.body)
+    const signUp = await new PortalClient(app, '203.0.113.5').signUp('mia@example.com', PASSWORD)
+    assert.equal(signUp.statusCode, 429, signUp.body)
+    assert.match(messageOf(signUp.body), /Too many attempts from your network/)
+    assert.equal((await new PortalClient(app, '203.0.113.9').logIn('leo@example.com', PASSWORD)).statusCode, 303)
+  })
+})
+
+describe('developer portal: surface', () => {
+  test('every portal page carries the CSP, X-Frame-Options, Referrer-Policy and Cache-Control: no-store, and has no inline code', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    const pages: Array<[string, { statusCode: number, headers: Record<string, unknown>, body: string }]> = []
+    pages.push(['log-in', await browser.get('/portal/login')])
+    pages.push(['sign-up', await browser.get('/portal/signup')])
+    pages.push(['sign-up 400', await browser.submit('/portal/signup', '/portal/signup', { email: 'x@example.com', password: 'short' })])
+    pages.push(['sign-up 403', await browser.post('/portal/signup', { email: 'x@example.com', password: PASSWORD })])
+    pages.push(['redirect', await browser.signUp('nina@example.com', PASSWORD)])
+    pages.push(['keys', await browser.get('/portal/keys')])
+    const created = await browser.generateKey('headers')
+    pages.push(['new key', created.response])
+    const [row] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('nina@example.com'))?.id ?? 0)
+    pages.push(['revoke confirmation', await browser.get(`/portal/keys/${row?.id ?? ''}/revoke`)])
+    pages.push(['keys 403', await browser.post('/portal/keys', { label: 'x' })])
+    pages.push(['not found', await browser.get('/portal/nope')])
+    for (const [name, response] of pages) {
+      assertPortalHeaders(response, name)
+      if (response.statusCode !== 303) {
+        assert.match(String(response.headers['content-type']), /^text\/html; charset=utf-8$/, name)
+        assertNoInlineCode(response.body, name)
+        assert.match(response.body, /<link rel="stylesheet" href="\/portal\/assets\/portal\.css\?v=/, name)
+      }
+    }
+    const css = await app.inject({ url: '/portal/assets/portal.css' })
+    assert.equal(css.statusCode, 200)
+    assert.match(String(css.headers['content-type']), /^text\/css/)
+    assert.match(css.body, /:focus-visible/)
+    const script = await app.inject({ url: '/portal/assets/copy.js' })
+    assert.equal(script.statusCode, 200)
+    assert.match(String(script.headers['content-type']), /^text\/javascript/)
+    assert.match(script.body, /navigator\.clipboard\.writeText/)
+  })
+
+  test('portal errors are HTML pages, the API keeps its JSON errors and its strict body parsing, and the portal is not in the OpenAPI document', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const missing = await app.inject({ url: '/portal/no/such/page' })
+    assert.equal(missing.statusCode, 404)
+    assert.match(String(missing.headers['content-type']), /^text\/html/)
+    assert.match(missing.body, /Page not found/)
+    const tooLarge = await app.inject({ method: 'POST', url: '/portal/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `email=${'a'.repeat(20_000)}` })
+    assert.equal(tooLarge.statusCode, 413)
+    assert.match(String(tooLarge.headers['content-type']), /^text\/html/)
+
+    const form = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=Rex&categoryId=1' })
+    assert.equal(form.statusCode, 415, form.body)
+    assert.equal(form.json<{ code: string }>().code, 'unsupported_media_type')
+    const apiMissing = await app.inject({ url: '/v1/nope', headers: auth })
+    assert.equal(apiMissing.json<{ code: string }>().code, 'not_found')
+    assert.equal((await app.inject({ url: '/v1/pets', headers: { cookie: 'portal_session=x' } })).statusCode, 401, 'a portal cookie is no API credential')
+
+    const doc = (await app.inject({ url: '/v1/openapi.json' })).json<{ paths: Record<string, unknown> }>()
+    assert.deepEqual(Object.keys(doc.paths).filter((path) => path.includes('portal')), [])
+  })
+
+  test('no password, API key or session token appears in the logs (even at trace level) or in the SQLite files', async (t) => {
+    const { store, dbPath } = await openTestStore(t)
+    const lines: string[] = []
+    const sink = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(chunk.toString('utf8')); done() } })
+    const config = loadConfig({ ...TEST_DEFAULTS, LOG_LEVEL: 'trace' })
+    const app = await buildApp({ config, store, logger: pino({ ...loggerOptions(config), level: 'trace' }, sink) })
+    t.after(() => app.close())
+    const browser = new PortalClient(app)
+    await browser.signUp('olga@example.com', PASSWORD)
+    const session = browser.cookies.get('portal_session') ?? ''
+    const { key } = await browser.generateKey('logged?')
+    await apiStatus(app, key)
+    await new PortalClient(app).logIn('olga@example.com', 'a wrong password typed here')
+    await new PortalClient(app).logIn('olga@example.com', PASSWORD)
+    const logs = lines.join('')
+    assert.match(logs, /portal: API key generated/, 'the portal logs what it does')
+    for (const secret of [PASSWORD, 'a wrong password typed here', key, key.slice(12), session]) {
+      assert.equal(logs.includes(secret), false, `${secret.slice(0, 6)}… is in the logs`)
+    }
+    if (dbPath === '') return // PostgreSQL: test/process/secrets-at-rest.test.ts greps a dump.
+    const files = [dbPath, `${dbPath}-wal`].filter((path) => existsSync(path)).map((path) => readFileSync(path).toString('latin1')).join('')
+    assert.match(files, /olga@example\.com/, 'the search works: the account is in the files')
+    for (const secret of [PASSWORD, 'a wrong password typed here', key.slice(12), session]) {
+      assert.equal(files.includes(secret), false, `${secret.slice(0, 6)}… is in the database files`)
+    }
+  })
+})
+
+describe('developer portal: accounts made by the CLI', () => {
+  test('cannot log in until an operator sets a password with accounts set-password (read from stdin), which also ends their sessions', { timeout: 60_000 }, async (t) => {
+    const { app, store, databaseUrl } = await buildTestApp(t)
+    const env = { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl }
+    assert.equal((await runCli(['accounts', 'create', '--email', 'ops@example.com'], env)).code, 0)
+    assert.equal((await new PortalClient(app).logIn('ops@example.com', PASSWORD)).statusCode, 401)
+
+    const setPassword = async (password: string): Promise<{ code: number | null, stdout: string, stderr: string }> => {
+      const child = spawn(process.execPath, [CLI_PATH, 'accounts', 'set-password', '--email', 'ops@example.com'], { env, stdio: ['pipe', 'pipe', 'pipe'] })
+      let stdout = ''
+      let stderr = ''
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+      child.stdin.end(`${password}\n`)
+      const [code] = await once(child, 'close') as [number | null]
+      return { code, stdout, stderr }
+    }
+    const short = await setPassword('too short')
+    assert.equal(short.code, 1)
+    assert.match(short.stderr, /at least 12 characters/)
+
+    const set = await setPassword(PASSWORD)
+    assert.equal(set.code, 0, set.stderr)
+    assert.match(set.stdout, /Set the portal password of ops@example\.com/)
+    assert.equal(set.stdout.includes(PASSWORD) || set.stderr.includes(PASSWORD), false)
+    const browser = new PortalClient(app)
+    assert.equal((await browser.logIn('ops@example.com', PASSWORD)).statusCode, 303)
+    assert.equal((await browser.get('/portal/keys')).statusCode, 200)
+
+    const reset = await setPassword('a brand new password')
+    assert.equal(reset.code, 0, reset.stderr)
+    assert.match(reset.stdout, /ended 1 portal session/)
+    assert.equal((await browser.get('/portal/keys')).statusCode, 303, 'the session ended with the password change')
+    assert.equal((await store.accounts.findCredentials('ops@example.com'))?.passwordHash?.startsWith('$scrypt$'), true)
+  })
+})
