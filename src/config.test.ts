@@ -8,6 +8,7 @@ test('loadConfig applies the documented defaults', () => {
     port: 8080,
     storage: { engine: 'sqlite', path: './data/animal-store.sqlite' },
     databasePoolSize: 10,
+    writeBatchSize: 256,
     publicBaseUrl: undefined,
     stagingBaseUrl: undefined,
     logLevel: 'info',
@@ -101,6 +102,8 @@ test('loadConfig names every bad variable and hides passwords', () => {
   )
   assert.throws(() => loadConfig({ PORT: '70000' }), /PORT/)
   assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: '0' }), /DATABASE_POOL_SIZE/)
+  assert.equal(loadConfig({ WRITE_BATCH_SIZE: '1' }).writeBatchSize, 1)
+  assert.throws(() => loadConfig({ WRITE_BATCH_SIZE: '0' }), /WRITE_BATCH_SIZE/)
   assert.throws(() => loadConfig({ DATABASE_URL: 'sqlite:' }), /DATABASE_URL/)
 })
 

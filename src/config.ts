@@ -15,6 +15,8 @@ export interface Config {
   storage: StorageLocation
   /** Maximum connections per instance in the PostgreSQL pool. */
   databasePoolSize: number
+  /** Most concurrent creates committed in one transaction (group commit); 1 commits each create alone. */
+  writeBatchSize: number
   /** Absolute base URL of the production API, ending in /v1; the OpenAPI document lists it as a server. */
   publicBaseUrl: string | undefined
   /** Absolute base URL of the staging API, ending in /v1. */
@@ -70,6 +72,7 @@ export function loadConfig (env: Env): Readonly<Config> {
   const port = readPort(env.PORT, fail)
   const storage = readStorage(env.DATABASE_URL, fail)
   const databasePoolSize = readInteger('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 1, 1000, fail)
+  const writeBatchSize = readInteger('WRITE_BATCH_SIZE', env.WRITE_BATCH_SIZE, 1, 1000, fail)
   const publicBaseUrl = readBaseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL, fail)
   const stagingBaseUrl = readBaseUrl('STAGING_BASE_URL', env.STAGING_BASE_URL, fail)
   const logLevel = readLogLevel(env.LOG_LEVEL, fail)
@@ -91,6 +94,7 @@ export function loadConfig (env: Env): Readonly<Config> {
     port: port ?? 8080,
     storage: storage ?? { engine: 'sqlite' as const, path: DEFAULT_SQLITE_PATH },
     databasePoolSize: databasePoolSize ?? 10,
+    writeBatchSize: writeBatchSize ?? 256,
     publicBaseUrl,
     stagingBaseUrl,
     logLevel: logLevel ?? 'info',

@@ -11,13 +11,14 @@ export interface StoreEvents {
 }
 
 /** DATABASE_URL -> the engine's store. */
-export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize'>, events: StoreEvents = {}): Store {
+export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize' | 'writeBatchSize'>, events: StoreEvents = {}): Store {
   switch (config.storage.engine) {
     case 'sqlite':
-      return openSqliteStore(config.storage.path)
+      return openSqliteStore(config.storage.path, { writeBatchSize: config.writeBatchSize })
     case 'postgres':
       return openPostgresStore(config.storage.url, {
         poolSize: config.databasePoolSize,
+        writeBatchSize: config.writeBatchSize,
         onError: events.onError ?? (() => {}),
         onWarning: events.onWarning ?? ((message) => process.stderr.write(`warning: ${message}\n`))
       })

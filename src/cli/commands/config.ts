@@ -12,6 +12,7 @@ function describe (config: Readonly<Config>): Array<[string, string]> {
     ['PORT', String(config.port)],
     ['DATABASE_URL', storage],
     ['DATABASE_POOL_SIZE', String(config.databasePoolSize)],
+    ['WRITE_BATCH_SIZE', String(config.writeBatchSize)],
     ['PUBLIC_BASE_URL', config.publicBaseUrl ?? ''],
     ['STAGING_BASE_URL', config.stagingBaseUrl ?? ''],
     ['LOG_LEVEL', config.logLevel],

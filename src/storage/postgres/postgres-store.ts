@@ -15,7 +15,7 @@ import {
 } from '../store.js'
 import { POSTGRES_MIGRATIONS } from './migrations.js'
 
-const MAX_WRITE_BATCH = 256
+const DEFAULT_WRITE_BATCH = 256
 /** 5 parameters a row keeps a statement well under PostgreSQL's 65,535 parameters. */
 const BULK_ROWS_PER_STATEMENT = 5000
 const CONNECT_TIMEOUT_MS = 3000
@@ -89,6 +89,8 @@ interface PetWrite {
 
 export interface PostgresStoreOptions {
   poolSize: number
+  /** Most creates that share one transaction (group commit); 1 turns group commit off. */
+  writeBatchSize?: number
   /** Background failures, such as an idle connection dropped by the server. */
   onError: (error: unknown) => void
   /** Settings that put acknowledged writes at risk. */
@@ -145,7 +147,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     }
     return batch.map((_, index) => ({ id: firstId + index }))
   })
-  const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, MAX_WRITE_BATCH)
+  const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, options.writeBatchSize ?? DEFAULT_WRITE_BATCH)
   let closing: Promise<void> | undefined
 
   return {

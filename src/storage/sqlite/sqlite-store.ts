@@ -18,7 +18,8 @@ import {
 } from '../store.js'
 import { SQLITE_MIGRATIONS } from './migrations.js'
 
-const MAX_WRITE_BATCH = 256
+/** Most creates that share one transaction (group commit); WRITE_BATCH_SIZE=1 turns group commit off. */
+export const DEFAULT_WRITE_BATCH = 256
 const BUSY_TIMEOUT_MS = 5000
 
 // status is omitted, never null, when the animal has none (CONTRACT.md).
@@ -96,11 +97,11 @@ function openDatabase (path: string): Database.Database {
   return db
 }
 
-export function openSqliteStore (path: string): Store {
+export function openSqliteStore (path: string, options: { writeBatchSize?: number } = {}): Store {
   const db = openDatabase(path)
   // Statements are prepared on first use: the tables exist only after migrate().
   let prepared: Statements | undefined
-  return buildStore(db, () => (prepared ??= prepareStatements(db)))
+  return buildStore(db, () => (prepared ??= prepareStatements(db)), options.writeBatchSize ?? DEFAULT_WRITE_BATCH)
 }
 
 function applyMigrations (db: Database.Database): number[] {
@@ -164,7 +165,7 @@ function prepareStatements (db: Database.Database) {
   }
 }
 
-function buildStore (db: Database.Database, sql: () => Statements): Store {
+function buildStore (db: Database.Database, sql: () => Statements, writeBatchSize: number): Store {
   const insertBatch = db.transaction((writes: PetWrite[]) => {
     const now = Date.now()
     return writes.map(({ pet, claim }) => {
@@ -173,7 +174,7 @@ function buildStore (db: Database.Database, sql: () => Statements): Store {
       return { id }
     })
   })
-  const writes = new GroupCommit<PetWrite, { id: number }>((batch) => insertBatch.immediate(batch), MAX_WRITE_BATCH)
+  const writes = new GroupCommit<PetWrite, { id: number }>((batch) => insertBatch.immediate(batch), writeBatchSize)
   const insertMany = db.transaction((pets: readonly NewPetRecord[]) => {
     const now = Date.now()
     for (const pet of pets) sql().insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now)
