@@ -22,10 +22,14 @@ export class Metrics {
     registers: [this.registry]
   })
 
+  /** Requests being served right now: a plain number on the hot path, read when scraped. */
+  inFlightRequests = 0
+
   readonly inFlight = new Gauge({
     name: 'http_requests_in_flight',
     help: 'Requests being served right now.',
-    registers: [this.registry]
+    registers: [this.registry],
+    collect: () => { this.inFlight.set(this.inFlightRequests) }
   })
 
   readonly databaseDuration = new Histogram({

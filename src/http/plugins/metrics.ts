@@ -22,11 +22,11 @@ export async function registerMetrics (app: FastifyInstance, { metrics, token }:
   }
 
   app.addHook('onRequest', function countInFlight (_request, _reply, done) {
-    metrics.inFlight.inc()
+    metrics.inFlightRequests++
     done()
   })
   app.addHook('onResponse', function countRequest (request, reply, done) {
-    metrics.inFlight.dec()
+    metrics.inFlightRequests--
     const child = childrenOf(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode)
     child.requests.inc()
     child.duration.observe(reply.elapsedTime / 1000)
