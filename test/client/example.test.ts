@@ -1,28 +1,15 @@
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { runNode, type CliResult } from '../helpers/spawn-cli.js'
 import { startServer } from '../helpers/start-server.js'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const EXAMPLE = join(ROOT, 'client', 'examples', 'create-and-list.ts')
 
-interface Run { code: number | null, stdout: string, stderr: string }
-
 /** Runs the example as its header says (tsx), with only the given environment. */
-async function runExample (env: Record<string, string>): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', EXAMPLE], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const [code] = await once(child, 'close') as [number | null]
-  return { code, stdout, stderr }
+async function runExample (env: Record<string, string>): Promise<CliResult> {
+  return runNode(['--import', 'tsx', EXAMPLE], { PATH: process.env.PATH ?? '', ...env }, ROOT)
 }
 
 describe('client example create-and-list', () => {

@@ -17,7 +17,12 @@ export function cliEnv (dbPath: string, extra: Record<string, string> = {}): Rec
 
 /** Runs the CLI to completion. */
 export async function runCli (args: string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI_PATH, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  return runNode([CLI_PATH, ...args], env)
+}
+
+/** Runs `node <args>` to completion with exactly the given environment, collecting its output. */
+export async function runNode (args: string[], env: Record<string, string>, cwd?: string): Promise<CliResult> {
+  const child = spawn(process.execPath, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
