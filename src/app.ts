@@ -47,7 +47,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   // The verifier is needed by frameworkErrors, before the app (and its logger) exists.
   const late: { log?: FastifyBaseLogger } = {}
   const verifier = new KeyVerifier(store.apiKeys, (error) => late.log?.error({ err: error }, 'API key bookkeeping failed'))
-  verifier.onLookup = (hit) => metrics.keyCacheLookups.inc({ result: hit ? 'hit' : 'miss' })
+  verifier.onLookup = (hit) => { if (hit) metrics.keyCacheHits++; else metrics.keyCacheMisses++ }
   await verifier.start()
 
   const options: FastifyServerOptions = {

@@ -1,26 +1,16 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { RequestStats } from './request-stats.js'
 
 /**
- * The service's Prometheus metrics, one registry per app (so tests and several apps in
- * one process never share counters).
+ * The service's Prometheus metrics, one registry per app (so tests and several apps in one
+ * process never share counters). What is counted on every request is kept in plain numbers
+ * and read by prom-client when scraped.
  */
 export class Metrics {
   readonly registry = new Registry()
 
-  readonly requests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests answered, by method, route template and status code.',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry]
-  })
-
-  readonly requestDuration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from request received to response sent, by method, route template and status code.',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry]
-  })
+  /** Requests by method, route template and status: a count and a latency histogram. */
+  readonly requests = new RequestStats([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
 
   /** Requests being served right now: a plain number on the hot path, read when scraped. */
   inFlightRequests = 0
@@ -40,16 +30,29 @@ export class Metrics {
     registers: [this.registry]
   })
 
+  /** Verifications of well-formed API keys answered by the verified-key cache, and by the database. */
+  keyCacheHits = 0
+  keyCacheMisses = 0
+
   readonly keyCacheLookups = new Counter({
     name: 'api_key_cache_lookups_total',
     help: 'API key verifications, by whether the verified-key cache answered (hit) or the database had to (miss).',
     labelNames: ['result'] as const,
-    registers: [this.registry]
+    registers: [this.registry],
+    collect: () => {
+      this.keyCacheLookups.reset()
+      this.keyCacheLookups.inc({ result: 'hit' }, this.keyCacheHits)
+      this.keyCacheLookups.inc({ result: 'miss' }, this.keyCacheMisses)
+    }
   })
 
   readonly databasePool: Gauge<'state'> | undefined
 
   constructor (poolStats?: () => { total: number, idle: number, waiting: number }) {
+    this.requests.registerIn(this.registry, { counter: 'http_requests_total', histogram: 'http_request_duration_seconds' }, {
+      counter: 'HTTP requests answered, by method, route template and status code.',
+      histogram: 'Time from request received to response sent, by method, route template and status code.'
+    })
     collectDefaultMetrics({ register: this.registry })
     this.databasePool = poolStats && new Gauge({
       name: 'db_pool_connections',

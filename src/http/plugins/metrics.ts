@@ -8,28 +8,13 @@ const digest = (text: string): Buffer => createHash('sha256').update(text).diges
 
 /** Counts every request by route template and serves GET /metrics (outside /v1, not in the API document). */
 export async function registerMetrics (app: FastifyInstance, { metrics, token }: { metrics: Metrics, token: string | undefined }): Promise<void> {
-  // Labelled children are looked up once per (method, route, status), not hashed per request.
-  const children = new Map<string, { requests: { inc: () => void }, duration: { observe: (value: number) => void } }>()
-  const childrenOf = (method: string, route: string, status: number) => {
-    const key = `${method} ${route} ${status}`
-    let child = children.get(key)
-    if (child === undefined) {
-      const labels = { method, route, status: String(status) }
-      child = { requests: metrics.requests.labels(labels), duration: metrics.requestDuration.labels(labels) }
-      children.set(key, child)
-    }
-    return child
-  }
-
   app.addHook('onRequest', function countInFlight (_request, _reply, done) {
     metrics.inFlightRequests++
     done()
   })
   app.addHook('onResponse', function countRequest (request, reply, done) {
     metrics.inFlightRequests--
-    const child = childrenOf(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode)
-    child.requests.inc()
-    child.duration.observe(reply.elapsedTime / 1000)
+    metrics.requests.record(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
 
