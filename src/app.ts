@@ -16,6 +16,8 @@ import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
 import { tolerantUrl } from './http/tolerant-url.js'
+import { HotReads } from './http/hot-reads.js'
+import { PetReads } from './http/pet-reads.js'
 import { portalRoutes } from './portal/routes.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
@@ -30,6 +32,8 @@ export interface BuildAppOptions {
   store: Store
   /** A ready logger; by default one is built from config.logLevel. */
   logger?: FastifyBaseLogger
+  /** The hot read path in front of the framework (on unless a per-request protection is); tests turn it off to compare. */
+  hotReads?: boolean
 }
 
 export function loggerOptions (config: Readonly<Config>): LoggerOptions {
@@ -41,7 +45,7 @@ export function loggerOptions (config: Readonly<Config>): LoggerOptions {
 }
 
 /** Builds the HTTP application around an open, migrated store; never listens. */
-export async function buildApp ({ config, store: rawStore, logger }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store: rawStore, logger, hotReads: hotReadsWanted = true }: BuildAppOptions): Promise<FastifyInstance> {
   const metrics = new Metrics(rawStore.poolStats)
   const store = instrumentStore(rawStore, (operation, seconds) => metrics.databaseDuration.observe({ operation }, seconds))
   // The verifier is needed by frameworkErrors, before the app (and its logger) exists.
@@ -49,6 +53,11 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   const verifier = new KeyVerifier(store.apiKeys, (error) => late.log?.error({ err: error }, 'API key bookkeeping failed'))
   verifier.onLookup = (hit) => { if (hit) metrics.keyCacheHits++; else metrics.keyCacheMisses++ }
   await verifier.start()
+
+  const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
+  const catalog = new PetCatalog(store.pets)
+  const reads = new PetReads(catalog, createCursorCodec(cursorSecret), config.publicBaseUrl ?? '/v1')
+  const hotReads = new HotReads({ reads, verifier, metrics: config.metricsEnabled ? metrics : undefined })
 
   const options: FastifyServerOptions = {
     bodyLimit: MAX_BODY_BYTES,
@@ -78,7 +87,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
         keepAliveTimeout: config.keepAliveTimeoutMs,
         // Node checks those deadlines on this interval; the default (30 s) would let slow clients linger.
         connectionsCheckingInterval: 1000
-      }, handler)
+      }, hotReads.inFrontOf(handler))
       server.maxConnections = config.maxConnections
       return server
     },
@@ -99,8 +108,6 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   }
   app.addHook('onClose', async () => verifier.close())
 
-  const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
-
   registerRequestContext(app)
   registerErrorHandling(app)
   if (config.metricsEnabled) await registerMetrics(app, { metrics, token: config.metricsToken })
@@ -115,15 +122,20 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
 
   const idempotencyKeys = new IdempotencyKeys(store.idempotency, (error) => app.log.error({ err: error }, 'purging idempotency keys failed'))
   app.addHook('onClose', async () => idempotencyKeys.close())
-  await app.register(petRoutes, {
-    catalog: new PetCatalog(store.pets),
-    idempotencyKeys,
-    cursors: createCursorCodec(cursorSecret),
-    linkBase: config.publicBaseUrl ?? '/v1'
-  })
+  await app.register(petRoutes, { catalog, reads, idempotencyKeys })
   await app.register(storeOrderRoutes)
   await app.register(docsRoutes)
   await app.register(healthRoutes, { store })
   await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
+
+  // The hot read path skips the framework's hooks, so it stays shut while a per-request protection is on.
+  if (hotReadsWanted && config.rateLimitPerMinute === 0 && config.corsOrigins.length === 0) {
+    app.addHook('onReady', async () => {
+      hotReads.log = app.log
+      if (app.hasDecorator('isUnderPressure')) hotReads.isUnderPressure = () => app.isUnderPressure()
+      hotReads.open = true
+    })
+    app.addHook('preClose', async () => { hotReads.open = false })
+  }
   return app
 }

@@ -37,12 +37,20 @@ export class KeyVerifier {
 
   /** The key when it was verified before and not revoked since; undefined means "ask verify()". */
   cached (presented: string): VerifiedKey | undefined {
-    const key = this.verified.get(hashApiKey(presented))
-    if (key !== undefined) {
-      this.onLookup(true)
-      this.lastUsed.touch(key.keyId)
-    }
+    const key = this.peek(presented)
+    if (key !== undefined) this.used(key)
     return key
+  }
+
+  /** Like cached(), but neither counted nor recorded as used: for a caller that may yet hand the request on. */
+  peek (presented: string): VerifiedKey | undefined {
+    return this.verified.get(hashApiKey(presented))
+  }
+
+  /** Counts a cache hit and records the key's use, for a key peek() returned. */
+  used (key: VerifiedKey): void {
+    this.onLookup(true)
+    this.lastUsed.touch(key.keyId)
   }
 
   async verify (presented: string): Promise<VerifiedKey | undefined> {

@@ -30,6 +30,19 @@ export class Metrics {
     registers: [this.registry]
   })
 
+  /** Requests answered by the hot read path in front of the framework (they are in http_requests_total too). */
+  hotReadAnswers = 0
+
+  readonly hotReads = new Counter({
+    name: 'http_hot_read_answers_total',
+    help: 'Reads answered by the hot read path, without the framework (counted in http_requests_total as well).',
+    registers: [this.registry],
+    collect: () => {
+      this.hotReads.reset()
+      this.hotReads.inc(this.hotReadAnswers)
+    }
+  })
+
   /** Verifications of well-formed API keys answered by the verified-key cache, and by the database. */
   keyCacheHits = 0
   keyCacheMisses = 0

@@ -15,6 +15,22 @@ export function commonHeaders (requestId: string): Record<string, string> {
   return { 'x-request-id': requestId, 'x-content-type-options': 'nosniff' }
 }
 
+/** The same headers as a flat list, for `writeHead`. */
+export function commonHeaderList (requestId: string): string[] {
+  return ['x-request-id', requestId, 'x-content-type-options', 'nosniff']
+}
+
+/** The fields every log line of a request carries when the caller sent a valid W3C traceparent. */
+export function traceBindings (traceparent: string | string[] | undefined): Record<string, string> | undefined {
+  const trace = typeof traceparent === 'string' ? parseTraceparent(traceparent) : undefined
+  return trace && { traceId: trace.traceId, spanId: trace.spanId, parentSpanId: trace.parentSpanId }
+}
+
+/** The access-log line's own fields (the request id and trace come with the logger's bindings). */
+export function accessLogFields (method: string, url: string, statusCode: number, elapsedMs: number): Record<string, string | number> {
+  return { method, url, statusCode, ms: Math.round(elapsedMs * 100) / 100 }
+}
+
 /**
  * What every request carries through the service: its id (echoed as X-Request-Id), the
  * caller's W3C trace in every log line, and one access-log line when it is answered.
@@ -22,9 +38,8 @@ export function commonHeaders (requestId: string): Record<string, string> {
 export function registerRequestContext (app: FastifyInstance): void {
   // Callback-style hooks: these run on every request, and an async hook costs a promise each.
   app.addHook('onRequest', function traceContext (request, _reply, done) {
-    const traceparent = request.headers.traceparent
-    const trace = typeof traceparent === 'string' ? parseTraceparent(traceparent) : undefined
-    if (trace) request.log = request.log.child({ traceId: trace.traceId, spanId: trace.spanId, parentSpanId: trace.parentSpanId })
+    const trace = traceBindings(request.headers.traceparent)
+    if (trace) request.log = request.log.child(trace)
     done()
   })
   app.addHook('onSend', function addCommonHeaders (request, reply, payload, done) {
@@ -32,7 +47,7 @@ export function registerRequestContext (app: FastifyInstance): void {
     done(null, payload)
   })
   app.addHook('onResponse', function accessLog (request, reply, done) {
-    request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed')
+    request.log.info(accessLogFields(request.method, request.url, reply.statusCode, reply.elapsedTime), 'request completed')
     done()
   })
 }

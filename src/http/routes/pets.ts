@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type CursorCodec, InvalidCursorError } from '../../core/cursor.js'
 import { ApiError } from '../../core/errors.js'
 import { parsePositiveInt64Text } from '../../core/int64.js'
 import { petToJson } from '../../core/pets.js'
 import { parseIdempotencyKey } from '../../core/idempotency.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
-import { deprecationHeaders, ifNoneMatchHits, nextPageLink, petLocation } from '../headers.js'
+import { deprecationHeaders, petLocation } from '../headers.js'
+import { DEFAULT_LIMIT, type PetReads, type ReadAnswer } from '../pet-reads.js'
 import { EXACT_CATEGORY_ID } from '../plugins/json-body.js'
 import { errorResponses, withHeaders } from '../schemas/error.js'
 import { ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
@@ -16,15 +16,12 @@ import { registerMethodFallbacks } from './method-fallbacks.js'
 
 export interface PetRoutesOptions {
   catalog: PetCatalog
+  reads: PetReads
   idempotencyKeys: IdempotencyKeys
-  cursors: CursorCodec
-  /** Base of absolute links, ending in /v1: the public base URL, or '/v1' for links relative to the host. */
-  linkBase: string
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const LIMIT_TEXT = /^[1-9][0-9]*$/
-const DEFAULT_LIMIT = 20
 /** A 304 has no body; sending null would make Fastify serialise "null" and announce 4 bytes. */
 const NO_BODY = undefined as unknown as null
 
@@ -72,6 +69,12 @@ function addDeprecationHeaders (_request: FastifyRequest, reply: FastifyReply, p
 
 const DEPRECATION_HEADER_VALUES = deprecationHeaders()
 
+function sendAnswer (reply: FastifyReply, { statusCode, headers, body }: ReadAnswer): FastifyReply {
+  reply.code(statusCode)
+  for (let index = 0; index < headers.length; index += 2) reply.header(headers[index] ?? '', headers[index + 1])
+  return reply.send(body ?? NO_BODY)
+}
+
 /** A synchronous check as a callback-style hook: no promise per request on the hot path. */
 function hook (check: (request: FastifyRequest) => void) {
   return function runCheck (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
@@ -99,7 +102,7 @@ function readIdempotencyKey (request: FastifyRequest): string | undefined {
   return key
 }
 
-export async function petRoutes (fastify: FastifyInstance, { catalog, idempotencyKeys, cursors, linkBase }: PetRoutesOptions): Promise<void> {
+export async function petRoutes (fastify: FastifyInstance, { catalog, reads, idempotencyKeys }: PetRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
 
   app.get('/v1/pets', {
@@ -125,28 +128,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
     }
   }, async function listPets (request, reply) {
     const { limit = DEFAULT_LIMIT, status, cursor } = request.query
-    let afterId = 0
-    if (cursor !== undefined) {
-      try {
-        const position = cursors.decode(cursor)
-        if (position.status !== status) {
-          throw ApiError.invalidRequest('query parameter cursor was issued for another status filter; use it with the same status')
-        }
-        afterId = position.afterId
-      } catch (error) {
-        if (!(error instanceof InvalidCursorError)) throw error
-        throw ApiError.invalidRequest('query parameter cursor is not valid; take it unchanged from the Link header of the previous page')
-      }
-    }
-    const page = await catalog.listPage({ status, afterId, limit })
-    if (page.hasMore && page.lastId !== undefined) {
-      reply.header('link', nextPageLink(linkBase, { limit, status, cursor: cursors.encode({ afterId: page.lastId, status }) }))
-    }
-    if (page.etag !== undefined) {
-      reply.header('etag', page.etag)
-      if (ifNoneMatchHits(request.headers['if-none-match'], page.etag)) return reply.code(304).send(NO_BODY)
-    }
-    return reply.type(JSON_TYPE).send(page.body)
+    return sendAnswer(reply, await reads.listPets({ limit, status, cursor, ifNoneMatch: request.headers['if-none-match'] }))
   })
 
   app.post('/v1/pets', {
@@ -216,10 +198,9 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, idempotenc
     }
   }, async function getPet (request, reply) {
     const { petId } = request.params
-    // Ids are assigned from 1 upwards and stay far below 2^53: a larger id cannot exist.
-    const body = Number.isSafeInteger(petId) ? await catalog.findById(petId) : undefined
-    if (body === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
-    return reply.type(JSON_TYPE).send(body)
+    const answer = await reads.getPet(petId)
+    if (answer === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
+    return sendAnswer(reply, answer)
   })
 
   registerMethodFallbacks(app, '/v1/pets', ['GET', 'POST'])

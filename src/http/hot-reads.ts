@@ -1,0 +1,125 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { performance } from 'node:perf_hooks'
+import type { FastifyBaseLogger } from 'fastify'
+import { bearerTokenOf } from '../core/api-keys.js'
+import { PET_STATUSES, type PetStatus } from '../core/pets.js'
+import type { KeyVerifier, VerifiedKey } from '../services/key-verifier.js'
+import type { Metrics } from '../services/metrics.js'
+import { DEFAULT_LIMIT, type PetReads, type ReadAnswer } from './pet-reads.js'
+import { accessLogFields, commonHeaderList, requestIdOf, traceBindings } from './plugins/request-context.js'
+
+type RequestHandler = (request: IncomingMessage, response: ServerResponse) => void
+
+type HotRead =
+  | { operation: 'listPets', route: '/v1/pets', limit: number, status: PetStatus | undefined, cursor: string | undefined }
+  | { operation: 'getPet', route: '/v1/pets/:petId', petId: number }
+
+const PET_PATH = /^\/v1\/pets\/([1-9][0-9]{0,14})$/
+const LIMIT = /^[1-9][0-9]{0,2}$/
+const CURSOR = /^[A-Za-z0-9_.-]+$/
+const STATUSES: ReadonlySet<string> = new Set(PET_STATUSES)
+/** Levels at which the access log (info) is written. */
+const LOGS_REQUESTS: ReadonlySet<string> = new Set(['trace', 'debug', 'info'])
+
+/**
+ * listPets with its query in the plain form clients send: each of limit, status and cursor at
+ * most once, nothing to decode, nothing else. Anything other form is left to the framework.
+ */
+function listQueryOf (query: string): HotRead | undefined {
+  let limit: number | undefined
+  let status: PetStatus | undefined
+  let cursor: string | undefined
+  if (query !== '') {
+    for (const pair of query.split('&')) {
+      const equals = pair.indexOf('=')
+      const name = pair.slice(0, equals)
+      const value = pair.slice(equals + 1)
+      if (equals === -1 || value === '') return undefined
+      if (name === 'limit' && limit === undefined && LIMIT.test(value) && Number(value) <= 100) limit = Number(value)
+      else if (name === 'status' && status === undefined && STATUSES.has(value)) status = value as PetStatus
+      else if (name === 'cursor' && cursor === undefined && CURSOR.test(value)) cursor = value
+      else return undefined
+    }
+  }
+  return { operation: 'listPets', route: '/v1/pets', limit: limit ?? DEFAULT_LIMIT, status, cursor }
+}
+
+function hotReadOf (url: string): HotRead | undefined {
+  if (url === '/v1/pets') return listQueryOf('')
+  if (url.startsWith('/v1/pets?')) return listQueryOf(url.slice('/v1/pets?'.length))
+  const petId = PET_PATH.exec(url)?.[1]
+  return petId === undefined ? undefined : { operation: 'getPet', route: '/v1/pets/:petId', petId: Number(petId) }
+}
+
+export interface HotReadsOptions {
+  reads: PetReads
+  verifier: KeyVerifier
+  /** Absent when METRICS_ENABLED=false. */
+  metrics: Metrics | undefined
+}
+
+/**
+ * The hot read path, in front of the framework: answers listPets and getPet when the request
+ * is a plain GET of a valid form from an API key already verified, with exactly the response
+ * the Fastify routes give (both answer through PetReads; test/http/hot-reads.test.ts compares
+ * them), and counts it in the same metrics and access log. Everything else goes to Fastify:
+ * other routes and methods, any input that may be invalid, unknown or revoked keys, 404s,
+ * storage errors, and whatever the service's optional protections (rate limit, CORS) or
+ * load shedding and shutdown must see. The framework's per-request work (routing, hooks,
+ * schema validation, reply serialisation) was most of the cost of a cached read.
+ */
+export class HotReads {
+  /** Set once the app is ready; cleared when it starts closing or a protection needs every request. */
+  open = false
+  log: FastifyBaseLogger | undefined
+  isUnderPressure: () => boolean = () => false
+
+  constructor (private readonly options: HotReadsOptions) {}
+
+  /** A request handler that tries the hot path first and hands everything else to `framework`. */
+  inFrontOf (framework: RequestHandler): RequestHandler {
+    return (request, response) => {
+      if (!this.take(request, response, framework)) framework(request, response)
+    }
+  }
+
+  private take (request: IncomingMessage, response: ServerResponse, framework: RequestHandler): boolean {
+    if (!this.open || request.method !== 'GET' || request.url === undefined) return false
+    const headers = request.headers
+    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false
+    const read = hotReadOf(request.url)
+    if (read === undefined || this.isUnderPressure()) return false
+    const { scheme, token } = bearerTokenOf(headers.authorization)
+    const key = scheme === 'bearer' && token !== undefined ? this.options.verifier.peek(token) : undefined
+    if (key === undefined) return false
+    this.answer(read, request, response, key).catch(() => { framework(request, response) })
+    return true
+  }
+
+  /** Rejects, before anything is written, when the framework should answer instead (a 404, a bad cursor, a storage error). */
+  private async answer (read: HotRead, request: IncomingMessage, response: ServerResponse, key: VerifiedKey): Promise<void> {
+    const started = performance.now()
+    const { metrics } = this.options
+    if (metrics) metrics.inFlightRequests++
+    let answer: ReadAnswer | undefined
+    try {
+      answer = read.operation === 'listPets'
+        ? await this.options.reads.listPets({ limit: read.limit, status: read.status, cursor: read.cursor, ifNoneMatch: request.headers['if-none-match'] })
+        : await this.options.reads.getPet(read.petId)
+    } finally {
+      if (metrics) metrics.inFlightRequests--
+    }
+    if (answer === undefined) throw new Error('no such animal: the framework answers the 404')
+    this.options.verifier.used(key)
+    const requestId = requestIdOf(request)
+    response.writeHead(answer.statusCode, [...answer.headers, ...commonHeaderList(requestId)]).end(answer.body)
+    const elapsedMs = performance.now() - started
+    if (metrics) {
+      metrics.requests.record('GET', read.route, answer.statusCode, elapsedMs / 1000)
+      metrics.hotReadAnswers++
+    }
+    if (this.log !== undefined && LOGS_REQUESTS.has(this.log.level)) {
+      this.log.info({ requestId, ...traceBindings(request.headers.traceparent), ...accessLogFields('GET', request.url ?? '', answer.statusCode, elapsedMs) }, 'request completed')
+    }
+  }
+}

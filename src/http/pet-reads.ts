@@ -1,0 +1,85 @@
+import { type CursorCodec, InvalidCursorError } from '../core/cursor.js'
+import { ApiError } from '../core/errors.js'
+import type { PetStatus } from '../core/pets.js'
+import type { CatalogPage, PetCatalog } from '../services/pet-catalog.js'
+import { deprecationHeaders, ifNoneMatchHits, nextPageLink } from './headers.js'
+
+export const DEFAULT_LIMIT = 20
+
+export interface ListPetsRequest {
+  limit: number
+  status: PetStatus | undefined
+  cursor: string | undefined
+  ifNoneMatch: string | undefined
+}
+
+/**
+ * A successful answer to a read: the status, the response's own header fields as a flat
+ * list (name, value, name, value …: what `writeHead` takes), and the body, absent for a 304.
+ * A cached page or animal keeps the same list for as long as it is cached.
+ */
+export interface ReadAnswer {
+  statusCode: 200 | 304
+  headers: readonly string[]
+  body: Buffer | undefined
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+const PET_HEADERS: readonly string[] = ['content-type', JSON_TYPE, ...Object.entries(deprecationHeaders()).flat()]
+
+/**
+ * The two read operations once their input is valid: listPets and getPet. Both the Fastify
+ * routes and the hot read path answer through here, so they cannot drift apart.
+ */
+export class PetReads {
+  private readonly pageHeaders = new WeakMap<CatalogPage, { ok: readonly string[], notModified: readonly string[] }>()
+
+  constructor (
+    private readonly catalog: PetCatalog,
+    private readonly cursors: CursorCodec,
+    /** Base of absolute links, ending in /v1. */
+    private readonly linkBase: string
+  ) {}
+
+  /** Throws the 400 ApiError for a cursor this service did not issue, or issued for another status. */
+  async listPets ({ limit, status, cursor, ifNoneMatch }: ListPetsRequest): Promise<ReadAnswer> {
+    const afterId = cursor === undefined ? 0 : this.positionOf(cursor, status)
+    const page = await this.catalog.listPage({ status, afterId, limit })
+    let headers = this.pageHeaders.get(page)
+    if (headers === undefined) {
+      headers = this.headersOf(page, { limit, status })
+      this.pageHeaders.set(page, headers)
+    }
+    if (page.etag !== undefined && ifNoneMatchHits(ifNoneMatch, page.etag)) return { statusCode: 304, headers: headers.notModified, body: undefined }
+    return { statusCode: 200, headers: headers.ok, body: page.body }
+  }
+
+  /** The animal, or undefined when no animal has that id. */
+  async getPet (petId: number): Promise<ReadAnswer | undefined> {
+    // Ids are assigned from 1 upwards and stay far below 2^53: a larger id cannot exist.
+    const body = Number.isSafeInteger(petId) ? await this.catalog.findById(petId) : undefined
+    return body && { statusCode: 200, headers: [...PET_HEADERS, 'content-length', String(body.length)], body }
+  }
+
+  private headersOf (page: CatalogPage, { limit, status }: { limit: number, status: PetStatus | undefined }): { ok: readonly string[], notModified: readonly string[] } {
+    const notModified: string[] = []
+    if (page.hasMore && page.lastId !== undefined) {
+      notModified.push('link', nextPageLink(this.linkBase, { limit, status, cursor: this.cursors.encode({ afterId: page.lastId, status }) }))
+    }
+    if (page.etag !== undefined) notModified.push('etag', page.etag)
+    return { ok: ['content-type', JSON_TYPE, 'content-length', String(page.body.length), ...notModified], notModified }
+  }
+
+  private positionOf (cursor: string, status: PetStatus | undefined): number {
+    try {
+      const position = this.cursors.decode(cursor)
+      if (position.status !== status) {
+        throw ApiError.invalidRequest('query parameter cursor was issued for another status filter; use it with the same status')
+      }
+      return position.afterId
+    } catch (error) {
+      if (!(error instanceof InvalidCursorError)) throw error
+      throw ApiError.invalidRequest('query parameter cursor is not valid; take it unchanged from the Link header of the previous page')
+    }
+  }
+}
