@@ -6,9 +6,11 @@ test('loadConfig applies the documented defaults', () => {
   assert.deepEqual(loadConfig({}), {
     host: '0.0.0.0',
     port: 8080,
+    webConcurrency: 1,
     storage: { engine: 'sqlite', path: './data/animal-store.sqlite' },
     databasePoolSize: 10,
     writeBatchSize: 256,
+    sqliteSynchronous: 'full',
     publicBaseUrl: undefined,
     stagingBaseUrl: undefined,
     logLevel: 'info',
@@ -104,6 +106,11 @@ test('loadConfig names every bad variable and hides passwords', () => {
   assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: '0' }), /DATABASE_POOL_SIZE/)
   assert.equal(loadConfig({ WRITE_BATCH_SIZE: '1' }).writeBatchSize, 1)
   assert.throws(() => loadConfig({ WRITE_BATCH_SIZE: '0' }), /WRITE_BATCH_SIZE/)
+  assert.equal(loadConfig({ SQLITE_SYNCHRONOUS: 'off' }).sqliteSynchronous, 'off')
+  assert.throws(() => loadConfig({ SQLITE_SYNCHRONOUS: 'normal' }), /SQLITE_SYNCHRONOUS/)
+  assert.equal(loadConfig({ WEB_CONCURRENCY: '64' }).webConcurrency, 64)
+  assert.throws(() => loadConfig({ WEB_CONCURRENCY: '0' }), /WEB_CONCURRENCY/)
+  assert.throws(() => loadConfig({ WEB_CONCURRENCY: '65' }), /WEB_CONCURRENCY/)
   assert.throws(() => loadConfig({ DATABASE_URL: 'sqlite:' }), /DATABASE_URL/)
 })
 

@@ -12,11 +12,15 @@ export interface Config {
   host: string
   /** TCP port; 0 picks a free one. */
   port: number
+  /** Worker processes serving HOST:PORT (node:cluster); 1 serves from this process alone. */
+  webConcurrency: number
   storage: StorageLocation
   /** Maximum connections per instance in the PostgreSQL pool. */
   databasePoolSize: number
   /** Most concurrent creates committed in one transaction (group commit); 1 commits each create alone. */
   writeBatchSize: number
+  /** SQLite's synchronous setting: 'full' syncs every commit; 'off' never syncs (benchmarks and disposable data only). */
+  sqliteSynchronous: 'full' | 'off'
   /** Absolute base URL of the production API, ending in /v1; the OpenAPI document lists it as a server. */
   publicBaseUrl: string | undefined
   /** Absolute base URL of the staging API, ending in /v1. */
@@ -70,9 +74,11 @@ export function loadConfig (env: Env): Readonly<Config> {
 
   const host = readHost(env.HOST, fail)
   const port = readPort(env.PORT, fail)
+  const webConcurrency = readInteger('WEB_CONCURRENCY', env.WEB_CONCURRENCY, 1, 64, fail)
   const storage = readStorage(env.DATABASE_URL, fail)
   const databasePoolSize = readInteger('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 1, 1000, fail)
   const writeBatchSize = readInteger('WRITE_BATCH_SIZE', env.WRITE_BATCH_SIZE, 1, 1000, fail)
+  const sqliteSynchronous = readSqliteSynchronous(env.SQLITE_SYNCHRONOUS, fail)
   const publicBaseUrl = readBaseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL, fail)
   const stagingBaseUrl = readBaseUrl('STAGING_BASE_URL', env.STAGING_BASE_URL, fail)
   const logLevel = readLogLevel(env.LOG_LEVEL, fail)
@@ -92,9 +98,11 @@ export function loadConfig (env: Env): Readonly<Config> {
   return Object.freeze({
     host: host ?? '0.0.0.0',
     port: port ?? 8080,
+    webConcurrency: webConcurrency ?? 1,
     storage: storage ?? { engine: 'sqlite' as const, path: DEFAULT_SQLITE_PATH },
     databasePoolSize: databasePoolSize ?? 10,
     writeBatchSize: writeBatchSize ?? 256,
+    sqliteSynchronous: sqliteSynchronous ?? 'full',
     publicBaseUrl,
     stagingBaseUrl,
     logLevel: logLevel ?? 'info',
@@ -152,6 +160,11 @@ function readBaseUrl (variable: string, value: string | undefined, fail: Fail): 
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail(variable, 'expected an http or https URL', value)
   if (url.search !== '' || url.hash !== '') return fail(variable, 'expected a URL without query or fragment', value)
   return value.replace(/\/+$/, '')
+}
+
+function readSqliteSynchronous (value: string | undefined, fail: Fail): 'full' | 'off' | undefined {
+  if (value === undefined || value === '') return undefined
+  return value === 'full' || value === 'off' ? value : fail('SQLITE_SYNCHRONOUS', 'expected full or off', value)
 }
 
 function readBoolean (variable: string, value: string | undefined, fail: Fail): boolean | undefined {

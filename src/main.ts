@@ -1,15 +1,21 @@
+import cluster from 'node:cluster'
 import type { FastifyInstance } from 'fastify'
 import { pino } from 'pino'
 import { buildApp, loggerOptions } from './app.js'
+import { leaveCluster, runPrimary, withWorkerId } from './cluster.js'
 import type { Config } from './config.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 
 const SHUTDOWN_DEADLINE_MS = 10_000
 
-/** serve: store -> migrations -> app -> listen, and a graceful stop on SIGTERM or SIGINT. */
+/**
+ * serve: store -> migrations -> app -> listen, and a graceful stop on SIGTERM or SIGINT.
+ * With WEB_CONCURRENCY > 1 this process becomes the cluster primary, and each worker it forks runs serve.
+ */
 export async function serve (config: Readonly<Config>): Promise<void> {
-  const logger = pino(loggerOptions(config))
+  if (config.webConcurrency > 1 && cluster.isPrimary) return await runPrimary(config)
+  const logger = withWorkerId(pino(loggerOptions(config)))
   let store: Store | undefined
   let app: FastifyInstance | undefined
   let stopping: Promise<void> | undefined
@@ -31,14 +37,18 @@ export async function serve (config: Readonly<Config>): Promise<void> {
         clearTimeout(deadline)
         logger.info('stopped')
         if (process.exitCode === undefined) process.exitCode = 0
+        leaveCluster()
       })
       .catch((error: unknown) => {
         logger.error({ err: error }, 'error while shutting down')
         process.exit(1)
       })
   }
-  process.once('SIGTERM', stop)
-  process.once('SIGINT', stop)
+  // A cluster worker may get a signal twice (Ctrl-C reaches the whole process group, and the
+  // primary passes it on): it keeps listening, and stop ignores the repeat.
+  const listen = cluster.isWorker ? 'on' : 'once'
+  process[listen]('SIGTERM', stop)
+  process[listen]('SIGINT', stop)
 
   const starting = (async () => {
     store = openStore(config, {
@@ -60,5 +70,6 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     process.removeListener('SIGINT', stop)
     await app?.close().catch(() => {})
     await store?.close().catch(() => {})
+    leaveCluster()
   }
 }

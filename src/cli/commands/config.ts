@@ -10,9 +10,11 @@ function describe (config: Readonly<Config>): Array<[string, string]> {
   return [
     ['HOST', config.host],
     ['PORT', String(config.port)],
+    ['WEB_CONCURRENCY', String(config.webConcurrency)],
     ['DATABASE_URL', storage],
     ['DATABASE_POOL_SIZE', String(config.databasePoolSize)],
     ['WRITE_BATCH_SIZE', String(config.writeBatchSize)],
+    ['SQLITE_SYNCHRONOUS', config.sqliteSynchronous],
     ['PUBLIC_BASE_URL', config.publicBaseUrl ?? ''],
     ['STAGING_BASE_URL', config.stagingBaseUrl ?? ''],
     ['LOG_LEVEL', config.logLevel],
