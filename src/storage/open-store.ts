@@ -10,17 +10,20 @@ export interface StoreEvents {
   onWarning?: (message: string) => void
 }
 
+const warn = (message: string): void => { process.stderr.write(`warning: ${message}\n`) }
+
 /** DATABASE_URL -> the engine's store. */
-export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize' | 'writeBatchSize'>, events: StoreEvents = {}): Store {
+export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize' | 'writeBatchSize' | 'sqliteSynchronous'>, events: StoreEvents = {}): Store {
   switch (config.storage.engine) {
     case 'sqlite':
-      return openSqliteStore(config.storage.path, { writeBatchSize: config.writeBatchSize })
+      if (config.sqliteSynchronous === 'off') (events.onWarning ?? warn)('SQLITE_SYNCHRONOUS=off: commits are not synced, so a power loss or operating-system crash can lose acknowledged creates or corrupt the database')
+      return openSqliteStore(config.storage.path, { writeBatchSize: config.writeBatchSize, synchronous: config.sqliteSynchronous })
     case 'postgres':
       return openPostgresStore(config.storage.url, {
         poolSize: config.databasePoolSize,
         writeBatchSize: config.writeBatchSize,
         onError: events.onError ?? (() => {}),
-        onWarning: events.onWarning ?? ((message) => process.stderr.write(`warning: ${message}\n`))
+        onWarning: events.onWarning ?? warn
       })
   }
 }

@@ -79,26 +79,26 @@ interface PetWrite {
 }
 
 /** Opens the database file, creating its folder, and checks the durability settings. */
-function openDatabase (path: string): Database.Database {
+function openDatabase (path: string, synchronous: 'full' | 'off'): Database.Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const db = new Database(path)
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
   db.pragma('journal_mode = WAL')
   // better-sqlite3 is built with WAL defaulting to synchronous=NORMAL, which can lose
   // the last commits on power loss; FULL syncs the WAL on every commit.
-  db.pragma('synchronous = FULL')
+  db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'OFF'}`)
   db.pragma('foreign_keys = ON')
   const journalMode = db.pragma('journal_mode', { simple: true })
-  const synchronous = db.pragma('synchronous', { simple: true })
-  if ((journalMode !== 'wal' && path !== ':memory:') || synchronous !== 2) {
+  const actual = db.pragma('synchronous', { simple: true })
+  if ((journalMode !== 'wal' && path !== ':memory:') || actual !== (synchronous === 'full' ? 2 : 0)) {
     db.close()
-    throw new SqliteSettingsError(`SQLite at ${path} runs journal_mode=${String(journalMode)}, synchronous=${String(synchronous)}; WAL with synchronous=FULL is required`)
+    throw new SqliteSettingsError(`SQLite at ${path} runs journal_mode=${String(journalMode)}, synchronous=${String(actual)}; WAL with synchronous=${synchronous.toUpperCase()} is required`)
   }
   return db
 }
 
-export function openSqliteStore (path: string, options: { writeBatchSize?: number } = {}): Store {
-  const db = openDatabase(path)
+export function openSqliteStore (path: string, options: { writeBatchSize?: number, synchronous?: 'full' | 'off' } = {}): Store {
+  const db = openDatabase(path, options.synchronous ?? 'full')
   // Statements are prepared on first use: the tables exist only after migrate().
   let prepared: Statements | undefined
   return buildStore(db, () => (prepared ??= prepareStatements(db)), options.writeBatchSize ?? DEFAULT_WRITE_BATCH)

@@ -1,0 +1,20 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config.js'
+import { openStore } from '../../src/storage/open-store.js'
+import { tempDir } from '../helpers/build-app.js'
+
+// synchronous is a setting of the store's own connection; the store reads it back at open and
+// refuses to run with anything but the configured value, so opening and writing is the check.
+test('SQLite syncs every commit unless SQLITE_SYNCHRONOUS=off, which is warned about at open', async (t) => {
+  const dir = tempDir(t)
+  for (const setting of ['full', 'off'] as const) {
+    const warnings: string[] = []
+    const store = openStore(loadConfig({ DATABASE_URL: `sqlite:${join(dir, `${setting}.sqlite`)}`, SQLITE_SYNCHRONOUS: setting }), { onWarning: (message) => warnings.push(message) })
+    t.after(() => store.close())
+    await store.migrate()
+    assert.deepEqual(await store.pets.insert({ name: 'Rex', categoryId: 1, status: 'available' }), { id: 1 })
+    assert.equal(warnings.filter((message) => /SQLITE_SYNCHRONOUS=off/.test(message)).length, setting === 'off' ? 1 : 0, setting)
+  }
+})
