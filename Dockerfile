@@ -37,5 +37,7 @@ VOLUME ["/data"]
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# A young generation of 4 MB per semi-space keeps the process within its memory budget (see README, Performance).
+ENV NODE_OPTIONS=--max-semi-space-size=4
 ENTRYPOINT ["node", "dist/cli/main.js"]
 CMD ["serve"]

@@ -13,7 +13,14 @@ export interface CatalogPage {
   etag: string | undefined
 }
 
-const CACHE_BYTES = 32 * 1024 * 1024
+/**
+ * Memory for cached bytes, with an estimate of each entry's own cost (map entry, key,
+ * wrapper objects) counted in: these caches are most of what grows with the catalogue,
+ * and the whole process aims to stay within 120 MB resident.
+ */
+const PAGE_CACHE_BYTES = 8 * 1024 * 1024
+const PET_CACHE_BYTES = 2 * 1024 * 1024
+const ENTRY_OVERHEAD_BYTES = 200
 
 /**
  * Reads of the animal catalogue, cached.
@@ -23,12 +30,17 @@ const CACHE_BYTES = 32 * 1024 * 1024
  * - a page that came back full (count === limit) never changes either, since new
  *   animals get larger ids and land after it; only its `hasMore` can turn from false
  *   to true, so a cached full page without a successor is re-checked, never trusted;
- * - a short page (the tail) is never cached.
+ * - a short page (the tail) is never cached;
+ * - requests that miss the same page at the same moment share one query, but only a full
+ *   page with a successor is shared: any other result is read again for the later request.
  * The day animals can change or disappear, this module is the one to rewrite.
  */
 export class PetCatalog {
-  private readonly pets = new LruCache<Buffer>(CACHE_BYTES / 4, (body) => body.length)
-  private readonly pages = new LruCache<CatalogPage>(CACHE_BYTES, (page) => page.body.length + 64)
+  private readonly pets = new LruCache<Buffer>(PET_CACHE_BYTES, (body) => body.length + ENTRY_OVERHEAD_BYTES)
+  private readonly pages = new LruCache<CatalogPage>(PAGE_CACHE_BYTES, (page) => page.body.length + ENTRY_OVERHEAD_BYTES)
+
+  /** Pages being read from the database: concurrent misses of one page wait for one query. */
+  private readonly loading = new Map<string, Promise<CatalogPage>>()
 
   constructor (private readonly repository: PetRepository) {}
 
@@ -58,6 +70,23 @@ export class PetCatalog {
       this.pages.set(key, grown)
       return grown
     }
+    const inFlight = this.loading.get(key)
+    if (inFlight !== undefined) {
+      const page = await inFlight.catch(() => undefined)
+      // Only a full page with a successor reads the same whatever the moment it was read; anything
+      // else loaded before this request began could miss an animal created since.
+      if (page?.etag !== undefined && page.hasMore) return page
+    }
+    const load = this.load(query, key)
+    if (!this.loading.has(key)) {
+      this.loading.set(key, load)
+      const forget = (): void => { if (this.loading.get(key) === load) this.loading.delete(key) }
+      load.then(forget, forget)
+    }
+    return await load
+  }
+
+  private async load (query: ListPetsQuery, key: string): Promise<CatalogPage> {
     const { json, ...page } = await this.repository.listPage(query)
     const body = Buffer.from(json)
     if (page.count < query.limit) return { ...page, body, etag: undefined }
