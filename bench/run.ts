@@ -1,136 +1,156 @@
 /**
- * npm run bench: requests per second of the service beside a bare node:http ceiling,
- * measured in one run with wrk (Debian package `wrk`), server and load generator pinned
- * to different cores when `taskset` exists. Writes bench/results/latest.md.
+ * npm run bench: the service beside a bare node:http ceiling and json-server 0.17, measured in
+ * one run with wrk (Debian package `wrk`): server and load generator pinned to different cores
+ * when `taskset` exists, contenders interleaved over several rounds, data seeded through the
+ * service's own `animal-store seed`. Writes bench/results/latest.md with every target of the
+ * performance issue checked. Environment: BENCH_ROUNDS (3), BENCH_DURATION (4s),
+ * BENCH_SMALL (10000), BENCH_LARGE (1000000), BENCH_POSTGRES_URL, BENCH_LOG_LEVEL (warn).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
-import { openPostgresStore } from '../src/storage/postgres/postgres-store.js'
-import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
-import type { Store } from '../src/storage/store.js'
-import { hasTaskset, machine, root, seed as seedStore, startProcess, stop, waitForHttp, wrk as runWrk } from './support.js'
+import { machine, root } from './support.js'
+import { installJsonServer, jsonServerDatabase } from './peers.js'
+import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlite } from './datasets.js'
+import { median, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
+import { writeReport } from './report.js'
 
-const ANIMALS = Number(process.env.BENCH_ANIMALS ?? 10_000)
-const DURATION = process.env.BENCH_DURATION ?? '5s'
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
-const CONNECTIONS = 50
+const DURATION = process.env.BENCH_DURATION ?? '4s'
+const SMALL = Number(process.env.BENCH_SMALL ?? 10_000)
+const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000)
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
+const CLI = join(root, 'dist', 'cli', 'main.js')
+/** The V8 flag `npm start` and the Dockerfile run the service with. */
+const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4']
 
-interface Workload { name: string, path: string, script?: string }
+export type WorkloadName = 'list' | 'status' | 'get' | 'post' | 'mixed'
 
-const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
-const POSTGRES_BENCH_DB = 'animal_store_bench'
+export const WORKLOADS: Record<WorkloadName, string> = {
+  list: 'GET /v1/pets?limit=20',
+  status: 'GET /v1/pets?status=sold&limit=20, following next links',
+  get: 'GET /v1/pets/{random id}',
+  post: 'POST /v1/pets (64 connections)',
+  mixed: '90 % GET /v1/pets?limit=20, 10 % POST /v1/pets'
+}
 
-/** A fresh benchmark database on the local PostgreSQL, or undefined when none answers. */
-async function freshPostgresDatabase (): Promise<string | undefined> {
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL, connectionTimeoutMillis: 3000 })
-  try {
-    await admin.connect()
-    await admin.query(`DROP DATABASE IF EXISTS ${POSTGRES_BENCH_DB}`)
-    await admin.query(`CREATE DATABASE ${POSTGRES_BENCH_DB}`)
-  } catch (error) {
-    console.log(`PostgreSQL not measured: ${(error as Error).message}`)
-    return undefined
-  } finally {
-    await admin.end().catch(() => {})
+/** How a contender is reached: the paths differ for json-server, which has its own query syntax. */
+interface Paths { list: string, status: string, pet: string, create: string }
+const OUR_PATHS: Paths = { list: '/v1/pets?limit=20', status: '/v1/pets?status=sold&limit=20', pet: '/v1/pets/', create: '/v1/pets' }
+const JSON_SERVER_PATHS: Paths = { list: '/pets?_limit=20', status: '/pets?status=sold&_limit=20', pet: '/pets/', create: '/pets' }
+
+export interface Contender {
+  name: string
+  /** Data size, for random ids and the report. */
+  animals: number
+  workloads: WorkloadName[]
+  /** Starts the process on fresh data; the command runs on core 0 when pinned. */
+  command: (port: number) => { argv: string[], env: Record<string, string> }
+  pinned: boolean
+  paths: Paths
+  key: string
+  /** Measure start-up to first answer on every start. */
+  timeStartup?: boolean
+}
+
+function wrkArguments (contender: Contender, workload: WorkloadName): { path: string, script?: string, env: Record<string, string>, connections: number } {
+  const { paths } = contender
+  const script = (name: string): string => join(root, 'bench', name)
+  switch (workload) {
+    case 'list': return { path: paths.list, env: {}, connections: 50 }
+    case 'status': return { path: paths.status, script: script('follow-next.lua'), env: { BENCH_FIRST_PATH: paths.status }, connections: 50 }
+    case 'get': return { path: `${paths.pet}1`, script: script('random-id.lua'), env: { BENCH_PET_PATH: paths.pet, BENCH_ANIMALS: String(contender.animals) }, connections: 50 }
+    case 'post': return { path: paths.create, script: script('create.lua'), env: {}, connections: 64 }
+    case 'mixed': return { path: paths.list, script: script('mixed.lua'), env: { BENCH_READ_PATH: paths.list, BENCH_CREATE_PATH: paths.create }, connections: 50 }
   }
-  const url = new URL(POSTGRES_ADMIN_URL)
-  url.pathname = `/${POSTGRES_BENCH_DB}`
-  return url.toString()
 }
-
-const seed = async (store: Store): Promise<string> => await seedStore(store, ANIMALS)
-
-function wrk (url: string, key: string, workload: Workload): ReturnType<typeof runWrk> {
-  return runWrk({ url: url + workload.path, key, connections: CONNECTIONS, duration: DURATION, animals: ANIMALS, ...(workload.script !== undefined && { script: workload.script }) })
-}
-
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0
 
 async function main (): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-bench-'))
+  const databases: string[] = []
   try {
-    const dbPath = join(dir, 'bench.sqlite')
-    const key = await seed(openSqliteStore(dbPath))
-    const postgresUrl = await freshPostgresDatabase()
-    const postgresKey = postgresUrl === undefined ? undefined : await seed(openPostgresStore(postgresUrl, { poolSize: 4, onError: () => {} }))
-    const workloads: Workload[] = [
-      { name: 'GET /v1/pets?limit=20', path: '/v1/pets?limit=20' },
-      { name: 'GET /v1/pets?status=sold&limit=20', path: '/v1/pets?status=sold&limit=20' },
-      { name: 'GET /v1/pets/{random id}', path: '/v1/pets/1', script: join(root, 'bench', 'random-id.lua') },
-      { name: 'POST /v1/pets', path: '/v1/pets', script: join(root, 'bench', 'create.lua') }
-    ]
-    const serviceLogLevel = process.env.BENCH_LOG_LEVEL ?? 'warn'
-    const contenders: Array<{ name: string, command: string[], env: Record<string, string>, url: string, key: string, only?: string }> = [
-      { name: 'ceiling (bare node:http)', command: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { PORT: '18181', BENCH_KEY: key }, url: 'http://127.0.0.1:18181', key },
-      { name: 'animal-store (SQLite)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18182', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: serviceLogLevel }, url: 'http://127.0.0.1:18182', key },
-      // Group commit off: every create is its own synced transaction, to show what batching buys.
-      { name: 'animal-store (SQLite, one transaction per create)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18185', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: serviceLogLevel, WRITE_BATCH_SIZE: '1' }, url: 'http://127.0.0.1:18185', key, only: 'POST /v1/pets' },
-      // The same service without metrics, to show what counting every request costs.
-      { name: 'animal-store (SQLite, metrics off)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18184', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: serviceLogLevel, METRICS_ENABLED: 'false' }, url: 'http://127.0.0.1:18184', key },
-      ...(postgresUrl === undefined || postgresKey === undefined
+    console.log(`Seeding ${SMALL} and ${LARGE} animals with animal-store seed …`)
+    const small = await seededSqlite(join(dir, 'small.sqlite'), SMALL)
+    const large = await seededSqlite(join(dir, 'large.sqlite'), LARGE)
+    const postgresSmall = await seededPostgres('animal_store_bench_small', SMALL)
+    const postgresLarge = postgresSmall === undefined ? undefined : await seededPostgres('animal_store_bench_large', LARGE)
+    const jsonServer = await installJsonServer()
+    const jsonDb = join(dir, 'json-server-db.json')
+
+    /** Every start of a SQLite contender gets its own copy of the seeded file: creates never leak into the next measurement. */
+    let copies = 0
+    const sqliteCopy = (seeded: string): string => {
+      const path = join(dir, `copy-${++copies}.sqlite`)
+      copyFileSync(seeded, path)
+      return path
+    }
+    const service = (env: Record<string, string>): { argv: string[], env: Record<string, string> } =>
+      ({ argv: ['node', ...SERVICE_NODE_FLAGS, CLI, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL, ...env } })
+
+    const contenders: Contender[] = [
+      { name: 'ceiling (bare node:http)', animals: SMALL, workloads: ['list', 'status', 'get', 'post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => ({ argv: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: small.key } }) },
+      { name: 'animal-store SQLite', animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }) },
+      { name: 'animal-store SQLite, one transaction per create', animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, WRITE_BATCH_SIZE: '1' }) },
+      { name: 'animal-store SQLite, durability off', animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, SQLITE_SYNCHRONOUS: 'off' }) },
+      { name: 'animal-store SQLite, metrics off', animals: SMALL, workloads: ['list', 'status', 'get', 'post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, METRICS_ENABLED: 'false' }) },
+      { name: `animal-store SQLite, ${LARGE.toLocaleString('en')} animals`, animals: LARGE, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: large.key, timeStartup: true, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(large.path)}` }) },
+      ...(postgresSmall === undefined
         ? []
-        : [{ name: 'animal-store (PostgreSQL)', command: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'], env: { PORT: '18183', HOST: '127.0.0.1', DATABASE_URL: postgresUrl, LOG_LEVEL: serviceLogLevel }, url: 'http://127.0.0.1:18183', key: postgresKey }])
+        : [{ name: 'animal-store PostgreSQL', animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'] as WorkloadName[], pinned: true, paths: OUR_PATHS, key: postgresSmall.key, command: () => service({ DATABASE_URL: postgresSmall.url }) }]),
+      ...(postgresLarge === undefined
+        ? []
+        : [{ name: `animal-store PostgreSQL, ${LARGE.toLocaleString('en')} animals`, animals: LARGE, workloads: ['list', 'status', 'get', 'post', 'mixed'] as WorkloadName[], pinned: true, paths: OUR_PATHS, key: postgresLarge.key, command: () => service({ DATABASE_URL: postgresLarge.url }) }]),
+      { name: 'json-server 0.17', animals: SMALL, workloads: ['list', 'status', 'get', 'post'], pinned: true, paths: JSON_SERVER_PATHS, key: small.key, command: (port) => ({ argv: ['node', jsonServer, '--quiet', '--host', '127.0.0.1', '--port', String(port), jsonServerDatabase(jsonDb, SMALL)], env: {} }) },
+      { name: 'animal-store SQLite, 1 worker, unpinned', animals: SMALL, workloads: ['list', 'post'], pinned: false, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, WEB_CONCURRENCY: '1' }) },
+      { name: 'animal-store SQLite, 2 workers, unpinned', animals: SMALL, workloads: ['list', 'post'], pinned: false, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, WEB_CONCURRENCY: '2' }) }
     ]
-    const results = new Map<string, Array<ReturnType<typeof wrk>>>()
+    // PostgreSQL contenders start on a fresh copy of their seeded database too.
+    const postgresTemplates = new Map<string, string>()
+    if (postgresSmall) postgresTemplates.set('animal-store PostgreSQL', 'animal_store_bench_small')
+    if (postgresLarge) postgresTemplates.set(`animal-store PostgreSQL, ${LARGE.toLocaleString('en')} animals`, 'animal_store_bench_large')
+
+    const results = new Map<string, Measurement[]>()
+    const startups: number[] = []
     for (let round = 1; round <= ROUNDS; round++) {
       for (const contender of contenders) {
-        const child = startProcess(contender.command, contender.env)
-        await waitForHttp(contender.url)
-        for (const workload of workloads) {
-          if (contender.only !== undefined && contender.only !== workload.name) continue
-          const result = wrk(contender.url, contender.key, workload)
-          const id = `${contender.name}|${workload.name}`
-          results.set(id, [...(results.get(id) ?? []), result])
-          console.log(`round ${round} ${contender.name.padEnd(26)} ${workload.name.padEnd(36)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50}  p99 ${result.p99}  non-2xx ${result.non2xx}  errors ${result.errors}`)
+        const template = postgresTemplates.get(contender.name)
+        const copy = template === undefined ? undefined : await copyPostgresDatabase(template, `animal_store_bench_copy_${++copies}`)
+        if (copy) databases.push(copy.name)
+        const running: Started = await startContender((port) => {
+          const { argv, env } = contender.command(port)
+          return { argv, env: { ...env, ...(copy !== undefined && { DATABASE_URL: copy.url }) } }
+        }, contender.pinned)
+        try {
+          const ready = await timeToFirstAnswer(running, contender.paths.list, contender.key)
+          if (contender.timeStartup === true) startups.push(ready)
+          for (const workload of contender.workloads) {
+            const args = wrkArguments(contender, workload)
+            const result = await wrkWhileSampling(running, { ...args, key: contender.key, duration: DURATION, pinned: contender.pinned })
+            const id = `${contender.name}|${workload}`
+            results.set(id, [...(results.get(id) ?? []), result])
+            console.log(`round ${round}  ${contender.name.padEnd(46)} ${workload.padEnd(7)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  peak RSS ${result.peakRssMb.toFixed(0)} MB  non-2xx ${result.non2xx}  errors ${result.errors}`)
+          }
+        } finally {
+          await stopContender(running)
         }
-        await stop(child)
+        if (copy !== undefined) await dropPostgresDatabase(copy.name)
       }
     }
-    writeReport(workloads, contenders.map((c) => c.name), results)
+    writeReport({
+      file: join(root, 'bench', 'results', 'latest.md'),
+      date: new Date().toISOString(),
+      machine: machine(),
+      command: `npm run bench (wrk -t1, ${DURATION} per run, ${ROUNDS} interleaved rounds, medians; ${SMALL.toLocaleString('en')} and ${LARGE.toLocaleString('en')} animals seeded with animal-store seed; pinned contenders on core 0 and wrk on core 1; LOG_LEVEL=${LOG_LEVEL})`,
+      contenders,
+      workloads: WORKLOADS,
+      results,
+      startupMs: median(startups),
+      large: LARGE
+    })
   } finally {
+    for (const name of databases) await dropPostgresDatabase(name).catch(() => {})
     rmSync(dir, { recursive: true, force: true })
   }
-}
-
-function writeReport (workloads: Workload[], contenders: string[], results: Map<string, Array<ReturnType<typeof wrk>>>): void {
-  const [ceiling = '', ...services] = contenders
-  const lines = [
-    '# Benchmark results',
-    '',
-    `Date: ${new Date().toISOString()}. Machine: ${machine()}, Node.js ${process.version}.`,
-    `Command: \`npm run bench\` (wrk -t1 -c${CONNECTIONS} -d${DURATION}, ${ROUNDS} interleaved rounds, median shown; ${ANIMALS} animals; server ${hasTaskset ? 'pinned to core 0, wrk to core 1' : 'not pinned'}; service LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}).`,
-    '',
-    '| workload | contender | req/s | × ceiling | p50 | p99 | non-2xx / errors |',
-    '|---|---|---:|---:|---:|---:|---:|'
-  ]
-  const rpsOf = (contender: string, workload: Workload): number => median((results.get(`${contender}|${workload.name}`) ?? []).map((r) => r.rps))
-  for (const workload of workloads) {
-    const baseRps = rpsOf(ceiling, workload)
-    lines.push(`| ${workload.name} | ${ceiling} | ${baseRps.toFixed(0)} | 1.00 | | | |`)
-    for (const service of services) {
-      const ours = results.get(`${service}|${workload.name}`) ?? []
-      if (ours.length === 0) continue
-      const last = ours[ours.length - 1]
-      const bad = `${ours.reduce((sum, r) => sum + r.non2xx, 0)} / ${ours.reduce((sum, r) => sum + r.errors, 0)}`
-      lines.push(`| | ${service} | ${rpsOf(service, workload).toFixed(0)} | ${(rpsOf(service, workload) / baseRps).toFixed(2)} | ${last?.p50 ?? '?'} | ${last?.p99 ?? '?'} | ${bad} |`)
-    }
-  }
-  const post = workloads.find((workload) => workload.name === 'POST /v1/pets')
-  const single = services.find((service) => service === 'animal-store (SQLite, one transaction per create)')
-  if (post && single) {
-    lines.push('', `Group commit: durable creates at ${(rpsOf('animal-store (SQLite)', post) / rpsOf(single, post)).toFixed(1)}× the rate of one synced transaction per create (WRITE_BATCH_SIZE=1), same run, 50 connections.`)
-  }
-  const withMetrics = services.find((service) => service === 'animal-store (SQLite)')
-  const withoutMetrics = services.find((service) => service === 'animal-store (SQLite, metrics off)')
-  if (withMetrics && withoutMetrics) {
-    const costs = workloads.map((workload) => `${workload.name}: ${(100 * (1 - rpsOf(withMetrics, workload) / rpsOf(withoutMetrics, workload))).toFixed(1)} %`)
-    lines.push('', `Cost of metrics (throughput lost with METRICS_ENABLED=true against false, same run): ${costs.join('; ')}. Differences of a few percent are within the noise of a shared machine.`)
-  }
-  lines.push('', 'Creates are durable: each 201 is sent after its group-committed transaction is synced (SQLite: WAL, synchronous=FULL; PostgreSQL: its own fsync settings).', '')
-  writeFileSync(join(root, 'bench', 'results', 'latest.md'), lines.join('\n'))
-  console.log('\n' + lines.join('\n'))
 }
 
 await main()

@@ -64,8 +64,8 @@ export function wrk (options: { url: string, key: string, connections: number, d
     '-H', `Authorization: Bearer ${options.key}`, ...scriptArgs, options.url], { encoding: 'utf8', env: { ...process.env, BENCH_ANIMALS: String(options.animals) } })
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0)
   const requests = Number(/(\d+) requests in /.exec(output)?.[1] ?? 0)
-  const p50 = /50%\s+(\S+)/.exec(output)?.[1] ?? '?'
-  const p99 = /99%\s+(\S+)/.exec(output)?.[1] ?? '?'
+  const p50 = /^\s*50%\s+(\S+)/m.exec(output)?.[1] ?? '?'
+  const p99 = /^\s*99%\s+(\S+)/m.exec(output)?.[1] ?? '?'
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0)
   const errorsMatch = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
   const errors = errorsMatch ? errorsMatch.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0

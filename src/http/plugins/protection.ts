@@ -1,8 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import cors from '@fastify/cors'
-import rateLimit from '@fastify/rate-limit'
 import underPressure from '@fastify/under-pressure'
-import { Redis } from 'ioredis'
 import { ApiError } from '../../core/errors.js'
 import { sendError } from './errors.js'
 
@@ -39,9 +36,11 @@ export async function registerLoadShedding (app: FastifyInstance, maxEventLoopDe
  */
 export async function registerRateLimit (app: FastifyInstance, options: { perMinute: number, redisUrl: string | undefined }): Promise<void> {
   if (options.perMinute === 0) return
+  // Loaded only when used: every module a process loads stays in its memory.
+  const { default: rateLimit } = await import('@fastify/rate-limit')
   const redis = options.redisUrl === undefined
     ? undefined
-    : new Redis(options.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
+    : new (await import('ioredis')).Redis(options.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
   redis?.on('error', (error) => app.log.warn({ err: error }, 'rate-limit Redis unavailable'))
   if (redis) app.addHook('onClose', async () => { redis.disconnect() })
 
@@ -77,6 +76,7 @@ const EXPOSED_HEADERS = ['Link', 'Location', 'ETag', 'Deprecation', 'Sunset', 'X
 /** CORS stays off unless CORS_ORIGINS lists the browser origins allowed to call the API. */
 export async function registerCors (app: FastifyInstance, origins: string[]): Promise<void> {
   if (origins.length === 0) return
+  const { default: cors } = await import('@fastify/cors')
   await app.register(cors, {
     origin: origins,
     methods: ['GET', 'HEAD', 'POST'],

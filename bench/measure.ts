@@ -1,0 +1,93 @@
+/**
+ * Running one contender and measuring it: start on a free port, time to first answer, one
+ * wrk run with the contender's resident memory sampled throughout, stop.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
+import { freePort, pin } from './support.js'
+
+export interface Started { child: ChildProcess, pid: number, baseUrl: string, startedAt: number }
+
+export interface Measurement { rps: number, requests: number, p50Ms: number, p99Ms: number, non2xx: number, errors: number, peakRssMb: number }
+
+export const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted.length === 0 ? NaN : (sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN)
+}
+
+/** Starts the command `commandFor(port)` gives on a free port (also in PORT), on core 0 when pinned. */
+export async function startContender (commandFor: (port: number) => { argv: string[], env: Record<string, string> }, pinned: boolean): Promise<Started> {
+  const port = await freePort()
+  const { argv, env } = commandFor(port)
+  const [file = 'node', ...args] = pinned ? pin(0, argv) : argv
+  const startedAt = performance.now()
+  const child = spawn(file, args, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] })
+  return { child, pid: child.pid ?? 0, baseUrl: `http://127.0.0.1:${port}`, startedAt }
+}
+
+/** Milliseconds from spawning to the first successful answer to `path` with the key. */
+export async function timeToFirstAnswer (running: Started, path: string, key: string): Promise<number> {
+  const deadline = performance.now() + 30_000
+  while (performance.now() < deadline) {
+    if (running.child.exitCode !== null) throw new Error(`contender exited with ${running.child.exitCode}`)
+    try {
+      const response = await fetch(running.baseUrl + path, { headers: { authorization: `Bearer ${key}` } })
+      await response.arrayBuffer()
+      if (response.ok) return performance.now() - running.startedAt
+    } catch {}
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  throw new Error(`${running.baseUrl}${path} did not answer within 30 s`)
+}
+
+export async function stopContender (running: Started): Promise<void> {
+  const { child } = running
+  if (child.exitCode !== null || child.signalCode !== null) return
+  child.kill('SIGTERM')
+  await once(child, 'exit')
+}
+
+/** Resident memory of a process and all its descendants (cluster workers), in bytes. */
+function treeRss (pid: number): number {
+  let total = 0
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    total += Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim()
+    for (const child of children === '' ? [] : children.split(/\s+/)) total += treeRss(Number(child))
+  } catch {}
+  return total
+}
+
+const toMs = (text: string | undefined): number => {
+  const match = /^([\d.]+)(us|ms|s)$/.exec(text ?? '')
+  if (!match) return NaN
+  const value = Number(match[1])
+  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value
+}
+
+export async function wrkWhileSampling (running: Started, options: { path: string, script?: string, env: Record<string, string>, connections: number, key: string, duration: string, pinned: boolean }): Promise<Measurement> {
+  const args = ['-t1', `-c${options.connections}`, `-d${options.duration}`, '--latency', '-H', `Authorization: Bearer ${options.key}`,
+    ...(options.script !== undefined ? ['-s', options.script] : []), running.baseUrl + options.path]
+  const [file = 'wrk', ...rest] = options.pinned ? pin(1, ['wrk', ...args]) : ['wrk', ...args]
+  let peak = treeRss(running.pid)
+  const sampler = setInterval(() => { peak = Math.max(peak, treeRss(running.pid)) }, 50)
+  const wrk = spawn(file, rest, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  let output = ''
+  wrk.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const [code] = await once(wrk, 'exit') as [number | null]
+  clearInterval(sampler)
+  peak = Math.max(peak, treeRss(running.pid))
+  if (code !== 0) throw new Error(`wrk exited with ${String(code)}: ${output}`)
+  const errorsMatch = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0),
+    requests: Number(/(\d+) requests in /.exec(output)?.[1] ?? 0),
+    p50Ms: toMs(/^\s*50%\s+(\S+)/m.exec(output)?.[1]),
+    p99Ms: toMs(/^\s*99%\s+(\S+)/m.exec(output)?.[1]),
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0),
+    errors: errorsMatch ? errorsMatch.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
+    peakRssMb: peak / (1024 * 1024)
+  }
+}
