@@ -3,8 +3,8 @@
  * one run with wrk (Debian package `wrk`): server and load generator pinned to different cores
  * when `taskset` exists, contenders interleaved over several rounds, data seeded through the
  * service's own `animal-store seed`. Writes bench/results/latest.md with every target of the
- * performance issue checked. Environment: BENCH_ROUNDS (3), BENCH_DURATION (4s),
- * BENCH_SMALL (10000), BENCH_LARGE (1000000), BENCH_POSTGRES_URL, BENCH_LOG_LEVEL (warn).
+ * performance issue checked. Environment: BENCH_ROUNDS (3), BENCH_DURATION (3s),
+ * BENCH_WARM_UP (1s), BENCH_SMALL (10000), BENCH_LARGE (1000000), BENCH_POSTGRES_URL, BENCH_LOG_LEVEL (warn).
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -16,7 +16,9 @@ import { median, startContender, stopContender, timeToFirstAnswer, wrkWhileSampl
 import { writeReport } from './report.js'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
-const DURATION = process.env.BENCH_DURATION ?? '4s'
+const DURATION = process.env.BENCH_DURATION ?? '3s'
+/** Unrecorded load before each measured run, so every contender is measured warm (JIT-compiled, caches filled). */
+const WARM_UP = process.env.BENCH_WARM_UP ?? '1s'
 const SMALL = Number(process.env.BENCH_SMALL ?? 10_000)
 const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
@@ -111,36 +113,68 @@ async function main (): Promise<void> {
 
     const results = new Map<string, Measurement[]>()
     const startups: number[] = []
+    const start = async (contender: Contender): Promise<{ running: Started, copy: { name: string, url: string } | undefined }> => {
+      const template = postgresTemplates.get(contender.name)
+      const copy = template === undefined ? undefined : await copyPostgresDatabase(template, `animal_store_bench_copy_${++copies}`)
+      if (copy) databases.push(copy.name)
+      const running = await startContender((port) => {
+        const { argv, env } = contender.command(port)
+        return { argv, env: { ...env, ...(copy !== undefined && { DATABASE_URL: copy.url }) } }
+      }, contender.pinned)
+      const ready = await timeToFirstAnswer(running, contender.paths.list, contender.key)
+      if (contender.timeStartup === true) startups.push(ready)
+      return { running, copy }
+    }
+    const stop = async ({ running, copy }: { running: Started, copy: { name: string } | undefined }): Promise<void> => {
+      await stopContender(running)
+      if (copy !== undefined) await dropPostgresDatabase(copy.name)
+    }
+    const measure = async (round: number, contender: Contender, running: Started, workload: WorkloadName, warm: boolean): Promise<void> => {
+      const args = wrkArguments(contender, workload)
+      if (warm) await wrkWhileSampling(running, { ...args, key: contender.key, duration: WARM_UP, pinned: contender.pinned })
+      const result = await wrkWhileSampling(running, { ...args, key: contender.key, duration: DURATION, pinned: contender.pinned })
+      const id = `${contender.name}|${workload}`
+      results.set(id, [...(results.get(id) ?? []), result])
+      console.log(`round ${round}  ${contender.name.padEnd(46)} ${workload.padEnd(7)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  peak RSS ${result.peakRssMb.toFixed(0)} MB  non-2xx ${result.non2xx}  errors ${result.errors}`)
+    }
+
+    // Reads change nothing, so every reading contender runs for the whole phase and the contenders
+    // take turns run by run: a ratio then compares runs seconds apart, not minutes.
+    const READS: WorkloadName[] = ['list', 'status', 'get']
+    const readers = contenders.filter((contender) => contender.workloads.some((workload) => READS.includes(workload)))
+    const started = new Map<Contender, Awaited<ReturnType<typeof start>>>()
+    try {
+      for (const contender of readers) started.set(contender, await start(contender))
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const workload of READS) {
+          for (const contender of readers) {
+            const running = started.get(contender)?.running
+            if (running && contender.workloads.includes(workload)) await measure(round, contender, running, workload, round === 1)
+          }
+        }
+      }
+    } finally {
+      for (const contender of started.values()) await stop(contender)
+    }
+    // Writes: each round starts every writing contender on a fresh copy of its data.
+    const WRITES: WorkloadName[] = ['post', 'mixed']
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const contender of contenders) {
-        const template = postgresTemplates.get(contender.name)
-        const copy = template === undefined ? undefined : await copyPostgresDatabase(template, `animal_store_bench_copy_${++copies}`)
-        if (copy) databases.push(copy.name)
-        const running: Started = await startContender((port) => {
-          const { argv, env } = contender.command(port)
-          return { argv, env: { ...env, ...(copy !== undefined && { DATABASE_URL: copy.url }) } }
-        }, contender.pinned)
+      for (const contender of contenders.filter((c) => c.workloads.some((workload) => WRITES.includes(workload)))) {
+        const instance = await start(contender)
         try {
-          const ready = await timeToFirstAnswer(running, contender.paths.list, contender.key)
-          if (contender.timeStartup === true) startups.push(ready)
-          for (const workload of contender.workloads) {
-            const args = wrkArguments(contender, workload)
-            const result = await wrkWhileSampling(running, { ...args, key: contender.key, duration: DURATION, pinned: contender.pinned })
-            const id = `${contender.name}|${workload}`
-            results.set(id, [...(results.get(id) ?? []), result])
-            console.log(`round ${round}  ${contender.name.padEnd(46)} ${workload.padEnd(7)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  peak RSS ${result.peakRssMb.toFixed(0)} MB  non-2xx ${result.non2xx}  errors ${result.errors}`)
+          for (const workload of WRITES) {
+            if (contender.workloads.includes(workload)) await measure(round, contender, instance.running, workload, true)
           }
         } finally {
-          await stopContender(running)
+          await stop(instance)
         }
-        if (copy !== undefined) await dropPostgresDatabase(copy.name)
       }
     }
     writeReport({
       file: join(root, 'bench', 'results', 'latest.md'),
       date: new Date().toISOString(),
       machine: machine(),
-      command: `npm run bench (wrk -t1, ${DURATION} per run, ${ROUNDS} interleaved rounds, medians; ${SMALL.toLocaleString('en')} and ${LARGE.toLocaleString('en')} animals seeded with animal-store seed; pinned contenders on core 0 and wrk on core 1; LOG_LEVEL=${LOG_LEVEL})`,
+      command: `npm run bench (wrk -t1, ${DURATION} per run after ${WARM_UP} of warm-up, ${ROUNDS} interleaved rounds, medians; ${SMALL.toLocaleString('en')} and ${LARGE.toLocaleString('en')} animals seeded with animal-store seed; pinned contenders on core 0 and wrk on core 1; LOG_LEVEL=${LOG_LEVEL})`,
       contenders,
       workloads: WORKLOADS,
       results,

@@ -1,4 +1,5 @@
-import pg from 'pg'
+import { createRequire } from 'node:module'
+import type pg from 'pg'
 import { decideClaim } from '../../core/idempotency.js'
 import type { NewPetRecord } from '../../core/pets.js'
 import { GroupCommit } from '../group-commit.js'
@@ -98,7 +99,9 @@ export interface PostgresStoreOptions {
 }
 
 export function openPostgresStore (url: string, options: PostgresStoreOptions): Store {
-  const pool = new pg.Pool({
+  // Loaded on first use: a service on SQLite never pays for the driver at start-up or in memory.
+  const { Pool } = createRequire(import.meta.url)('pg') as typeof pg
+  const pool = new Pool({
     connectionString: url,
     max: options.poolSize,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
