@@ -23,7 +23,7 @@ const LOGS_REQUESTS: ReadonlySet<string> = new Set(['trace', 'debug', 'info'])
 
 /**
  * listPets with its query in the plain form clients send: each of limit, status and cursor at
- * most once, nothing to decode, nothing else. Anything other form is left to the framework.
+ * most once, nothing to decode, nothing else. Any other form is left to the framework.
  */
 function listQueryOf (query: string): HotRead | undefined {
   let limit: number | undefined
@@ -69,7 +69,7 @@ export interface HotReadsOptions {
  * schema validation, reply serialisation) was most of the cost of a cached read.
  */
 export class HotReads {
-  /** Set once the app is ready; cleared when it starts closing or a protection needs every request. */
+  /** Set once the app is ready (never while a per-request protection is configured); cleared when it starts closing. */
   open = false
   log: FastifyBaseLogger | undefined
   isUnderPressure: () => boolean = () => false
