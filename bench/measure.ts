@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { freePort, pin } from './support.js'
+import { freePort, parseWrk, pin, stop } from './support.js'
 
 export interface Started { child: ChildProcess, pid: number, baseUrl: string, startedAt: number }
 
@@ -42,10 +42,7 @@ export async function timeToFirstAnswer (running: Started, path: string, key: st
 }
 
 export async function stopContender (running: Started): Promise<void> {
-  const { child } = running
-  if (child.exitCode !== null || child.signalCode !== null) return
-  child.kill('SIGTERM')
-  await once(child, 'exit')
+  await stop(running.child)
 }
 
 /** Resident memory of a process and all its descendants (cluster workers), in bytes. */
@@ -80,14 +77,11 @@ export async function wrkWhileSampling (running: Started, options: { path: strin
   clearInterval(sampler)
   peak = Math.max(peak, treeRss(running.pid))
   if (code !== 0) throw new Error(`wrk exited with ${String(code)}: ${output}`)
-  const errorsMatch = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
+  const { p50, p99, ...counts } = parseWrk(output)
   return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0),
-    requests: Number(/(\d+) requests in /.exec(output)?.[1] ?? 0),
-    p50Ms: toMs(/^\s*50%\s+(\S+)/m.exec(output)?.[1]),
-    p99Ms: toMs(/^\s*99%\s+(\S+)/m.exec(output)?.[1]),
-    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0),
-    errors: errorsMatch ? errorsMatch.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
+    ...counts,
+    p50Ms: toMs(p50),
+    p99Ms: toMs(p99),
     peakRssMb: peak / (1024 * 1024)
   }
 }

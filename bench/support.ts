@@ -62,14 +62,20 @@ export function wrk (options: { url: string, key: string, connections: number, d
   const command = pin(1, ['wrk'])
   const output = execFileSync(command[0] ?? 'wrk', [...command.slice(1), '-t1', `-c${options.connections}`, `-d${options.duration}`, '--latency',
     '-H', `Authorization: Bearer ${options.key}`, ...scriptArgs, options.url], { encoding: 'utf8', env: { ...process.env, BENCH_ANIMALS: String(options.animals) } })
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0)
-  const requests = Number(/(\d+) requests in /.exec(output)?.[1] ?? 0)
-  const p50 = /^\s*50%\s+(\S+)/m.exec(output)?.[1] ?? '?'
-  const p99 = /^\s*99%\s+(\S+)/m.exec(output)?.[1] ?? '?'
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0)
+  return parseWrk(output)
+}
+
+/** The figures of one wrk --latency report; the percentile lines are matched at line start (a "+/- Stdev" of 95.50% is no median). */
+export function parseWrk (output: string): WrkResult {
   const errorsMatch = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output)
-  const errors = errorsMatch ? errorsMatch.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
-  return { rps, requests, p50, p99, non2xx, errors }
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0),
+    requests: Number(/(\d+) requests in /.exec(output)?.[1] ?? 0),
+    p50: /^\s*50%\s+(\S+)/m.exec(output)?.[1] ?? '?',
+    p99: /^\s*99%\s+(\S+)/m.exec(output)?.[1] ?? '?',
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0),
+    errors: errorsMatch ? errorsMatch.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0
+  }
 }
 
 /** A free TCP port on 127.0.0.1 at the time of asking. */
