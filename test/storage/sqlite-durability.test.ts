@@ -1,5 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { mkdirSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config.js'
 import { openStore } from '../../src/storage/open-store.js'
@@ -17,4 +18,17 @@ test('SQLite syncs every commit unless SQLITE_SYNCHRONOUS=off, which is warned a
     assert.deepEqual(await store.pets.insert({ name: 'Rex', categoryId: 1, status: 'available' }), { id: 1 })
     assert.equal(warnings.filter((message) => /SQLITE_SYNCHRONOUS=off/.test(message)).length, setting === 'off' ? 1 : 0, setting)
   }
+})
+
+test('creates on a database reached through a symbolic link sync the log beside the real file', async (t) => {
+  const dir = tempDir(t)
+  mkdirSync(join(dir, 'real'))
+  const store = openStore(loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'real', 'pets.sqlite')}` }))
+  await store.migrate()
+  await store.close()
+  symlinkSync(join(dir, 'real', 'pets.sqlite'), join(dir, 'link.sqlite'))
+  const linked = openStore(loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'link.sqlite')}` }))
+  t.after(() => linked.close())
+  const created = await Promise.all(Array.from({ length: 3 }, async () => await linked.pets.insert({ name: 'Rex', categoryId: 1, status: 'available' })))
+  assert.deepEqual(created.map(({ id }) => id).sort(), [1, 2, 3])
 })

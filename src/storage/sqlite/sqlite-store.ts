@@ -1,26 +1,25 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import Database from 'better-sqlite3'
+import type Database from 'better-sqlite3'
 import { decideClaim } from '../../core/idempotency.js'
 import type { NewPetRecord, PetStatus } from '../../core/pets.js'
-import { GroupCommit } from '../group-commit.js'
 import {
   DuplicateEmailError,
   type AccountRow,
   type ApiKeyRow,
   type IdempotencyClaim,
-  type IdempotencyKeyRef,
   type ListPetsQuery,
   type LoginAttemptCount,
   type PetPage,
   type RevokeResult,
   type Store
 } from '../store.js'
+import { openDatabase, type SqliteSynchronous } from './database.js'
 import { SQLITE_MIGRATIONS } from './migrations.js'
+import { openPetWrites, type PetWrites } from './pet-writes.js'
 
 /** Most creates that share one transaction (group commit); WRITE_BATCH_SIZE=1 turns group commit off. */
 export const DEFAULT_WRITE_BATCH = 256
-const BUSY_TIMEOUT_MS = 5000
 
 // status is omitted, never null, when the animal has none (CONTRACT.md).
 const PET_JSON = `CASE WHEN status IS NULL
@@ -71,37 +70,13 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
   revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at)
 })
 
-export class SqliteSettingsError extends Error {}
-
-interface PetWrite {
-  pet: NewPetRecord
-  claim: IdempotencyKeyRef | undefined
-}
-
-/** Opens the database file, creating its folder, and checks the durability settings. */
-function openDatabase (path: string, synchronous: 'full' | 'off'): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const db = new Database(path)
-  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
-  db.pragma('journal_mode = WAL')
-  // better-sqlite3 is built with WAL defaulting to synchronous=NORMAL, which can lose
-  // the last commits on power loss; FULL syncs the WAL on every commit.
-  db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'OFF'}`)
-  db.pragma('foreign_keys = ON')
-  const journalMode = db.pragma('journal_mode', { simple: true })
-  const actual = db.pragma('synchronous', { simple: true })
-  if ((journalMode !== 'wal' && path !== ':memory:') || actual !== (synchronous === 'full' ? 2 : 0)) {
-    db.close()
-    throw new SqliteSettingsError(`SQLite at ${path} runs journal_mode=${String(journalMode)}, synchronous=${String(actual)}; WAL with synchronous=${synchronous.toUpperCase()} is required`)
-  }
-  return db
-}
-
-export function openSqliteStore (path: string, options: { writeBatchSize?: number, synchronous?: 'full' | 'off' } = {}): Store {
-  const db = openDatabase(path, options.synchronous ?? 'full')
+export function openSqliteStore (path: string, options: { writeBatchSize?: number, synchronous?: SqliteSynchronous } = {}): Store {
+  const synchronous = options.synchronous ?? 'full'
+  const db = openDatabase(path, synchronous === 'full' ? 'FULL' : 'OFF')
+  const petWrites = openPetWrites(path, { synchronous, batchSize: options.writeBatchSize ?? DEFAULT_WRITE_BATCH, mainDb: db })
   // Statements are prepared on first use: the tables exist only after migrate().
   let prepared: Statements | undefined
-  return buildStore(db, () => (prepared ??= prepareStatements(db)), options.writeBatchSize ?? DEFAULT_WRITE_BATCH)
+  return buildStore(db, () => (prepared ??= prepareStatements(db)), petWrites)
 }
 
 function applyMigrations (db: Database.Database): number[] {
@@ -159,22 +134,12 @@ function prepareStatements (db: Database.Database) {
     insertClaim: db.prepare('INSERT INTO idempotency_keys (api_key_id, idempotency_key, fingerprint, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING'),
     claimByKey: db.prepare('SELECT fingerprint, pet_id AS petId, created_at AS createdAt FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ?'),
     renewClaim: db.prepare('UPDATE idempotency_keys SET fingerprint = ?, pet_id = NULL, created_at = ? WHERE api_key_id = ? AND idempotency_key = ?'),
-    completeClaim: db.prepare('UPDATE idempotency_keys SET pet_id = ? WHERE api_key_id = ? AND idempotency_key = ?'),
     releaseClaim: db.prepare('DELETE FROM idempotency_keys WHERE api_key_id = ? AND idempotency_key = ? AND pet_id IS NULL'),
     purgeClaims: db.prepare('DELETE FROM idempotency_keys WHERE created_at < ?')
   }
 }
 
-function buildStore (db: Database.Database, sql: () => Statements, writeBatchSize: number): Store {
-  const insertBatch = db.transaction((writes: PetWrite[]) => {
-    const now = Date.now()
-    return writes.map(({ pet, claim }) => {
-      const id = Number(sql().insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now).lastInsertRowid)
-      if (claim) sql().completeClaim.run(id, claim.apiKeyId, claim.key)
-      return { id }
-    })
-  })
-  const writes = new GroupCommit<PetWrite, { id: number }>((batch) => insertBatch.immediate(batch), writeBatchSize)
+function buildStore (db: Database.Database, sql: () => Statements, petWrites: PetWrites): Store {
   const insertMany = db.transaction((pets: readonly NewPetRecord[]) => {
     const now = Date.now()
     for (const pet of pets) sql().insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now)
@@ -183,7 +148,7 @@ function buildStore (db: Database.Database, sql: () => Statements, writeBatchSiz
   return {
     engine: 'sqlite',
     pets: {
-      insert: async (pet, claim) => writes.submit({ pet, claim }),
+      insert: async (pet, claim) => await petWrites.insert(pet, claim),
       insertMany: async (pets) => { insertMany.immediate(pets) },
       findJsonById: async (id) => sql().petJsonById.get(id) as string | undefined,
       listPage: async ({ status, afterId, limit }: ListPetsQuery): Promise<PetPage> => {
@@ -290,7 +255,7 @@ function buildStore (db: Database.Database, sql: () => Statements, writeBatchSiz
     },
     ping: async () => { db.prepare('SELECT 1').get() },
     close: async () => {
-      await writes.drain()
+      await petWrites.close()
       db.close()
     }
   }
