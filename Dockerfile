@@ -14,6 +14,7 @@ COPY client/package.json ./client/package.json
 RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts/build.mjs ./scripts/build.mjs
 RUN npm run build
 
 FROM toolchain AS production-dependencies

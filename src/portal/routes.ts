@@ -39,6 +39,7 @@ interface Asset { body: Buffer, type: string }
 
 /** The stylesheet, the copy-button script and the icon, read once; their URLs carry a digest of the content. */
 function loadAssets (): { files: Record<keyof AssetUrls, Asset & { path: string }>, urls: AssetUrls } {
+  // Beside this module when run from source, beside the bundle once built (scripts/build.mjs).
   const dir = join(import.meta.dirname, 'assets')
   const read = (name: string, type: string): Asset & { path: string } => ({ path: `/assets/${name}`, body: readFileSync(join(dir, name)), type })
   const files = {
