@@ -16,6 +16,8 @@ import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
 import { tolerantUrl } from './http/tolerant-url.js'
+import { FrontGate } from './http/front-gate.js'
+import { HotCreates } from './http/hot-creates.js'
 import { HotReads } from './http/hot-reads.js'
 import { PetReads } from './http/pet-reads.js'
 import { portalRoutes } from './portal/routes.js'
@@ -32,8 +34,8 @@ export interface BuildAppOptions {
   store: Store
   /** A ready logger; by default one is built from config.logLevel. */
   logger?: FastifyBaseLogger
-  /** The hot read path in front of the framework (on unless a per-request protection is); tests turn it off to compare. */
-  hotReads?: boolean
+  /** The hot read and create paths in front of the framework (on unless a per-request protection is); tests turn them off to compare. */
+  hotPaths?: boolean
 }
 
 export function loggerOptions (config: Readonly<Config>): LoggerOptions {
@@ -45,7 +47,7 @@ export function loggerOptions (config: Readonly<Config>): LoggerOptions {
 }
 
 /** Builds the HTTP application around an open, migrated store; never listens. */
-export async function buildApp ({ config, store: rawStore, logger, hotReads: hotReadsWanted = true }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store: rawStore, logger, hotPaths: hotPathsWanted = true }: BuildAppOptions): Promise<FastifyInstance> {
   const metrics = new Metrics(rawStore.poolStats)
   const store = instrumentStore(rawStore, (operation, seconds) => metrics.databaseDuration.observe({ operation }, seconds))
   // The verifier is needed by frameworkErrors, before the app (and its logger) exists.
@@ -57,7 +59,9 @@ export async function buildApp ({ config, store: rawStore, logger, hotReads: hot
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
   const catalog = new PetCatalog(store.pets)
   const reads = new PetReads(catalog, createCursorCodec(cursorSecret), config.publicBaseUrl ?? '/v1')
-  const hotReads = new HotReads({ reads, verifier, metrics: config.metricsEnabled ? metrics : undefined })
+  const frontGate = new FrontGate(config.metricsEnabled ? metrics : undefined)
+  const hotReads = new HotReads({ gate: frontGate, reads, verifier })
+  const hotCreates = new HotCreates({ gate: frontGate, catalog, verifier })
 
   const options: FastifyServerOptions = {
     bodyLimit: MAX_BODY_BYTES,
@@ -87,7 +91,7 @@ export async function buildApp ({ config, store: rawStore, logger, hotReads: hot
         keepAliveTimeout: config.keepAliveTimeoutMs,
         // Node checks those deadlines on this interval; the default (30 s) would let slow clients linger.
         connectionsCheckingInterval: 1000
-      }, hotReads.inFrontOf(handler))
+      }, hotCreates.inFrontOf(hotReads.inFrontOf(handler)))
       server.maxConnections = config.maxConnections
       return server
     },
@@ -131,14 +135,14 @@ export async function buildApp ({ config, store: rawStore, logger, hotReads: hot
   await app.register(healthRoutes, { store })
   await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
 
-  // The hot read path skips the framework's hooks, so it stays shut while a per-request protection is on.
-  if (hotReadsWanted && config.rateLimitPerMinute === 0 && config.corsOrigins.length === 0) {
+  // The hot paths skip the framework's hooks, so they stay shut while a per-request protection is on.
+  if (hotPathsWanted && config.rateLimitPerMinute === 0 && config.corsOrigins.length === 0) {
     app.addHook('onReady', async () => {
-      hotReads.log = app.log
-      if (app.hasDecorator('isUnderPressure')) hotReads.isUnderPressure = () => app.isUnderPressure()
-      hotReads.open = true
+      frontGate.log = app.log
+      if (app.hasDecorator('isUnderPressure')) frontGate.isUnderPressure = () => app.isUnderPressure()
+      frontGate.open = true
     })
-    app.addHook('preClose', async () => { hotReads.open = false })
+    app.addHook('preClose', async () => { frontGate.open = false })
   }
   return app
 }

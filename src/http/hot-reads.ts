@@ -1,14 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import type { FastifyBaseLogger } from 'fastify'
 import { bearerTokenOf } from '../core/api-keys.js'
 import { PET_STATUSES, type PetStatus } from '../core/pets.js'
 import type { KeyVerifier, VerifiedKey } from '../services/key-verifier.js'
-import type { Metrics } from '../services/metrics.js'
+import type { FrontGate, RequestHandler } from './front-gate.js'
 import { DEFAULT_LIMIT, type PetReads, type ReadAnswer } from './pet-reads.js'
-import { accessLogFields, commonHeaderList, requestIdOf, traceBindings } from './plugins/request-context.js'
-
-type RequestHandler = (request: IncomingMessage, response: ServerResponse) => void
+import { commonHeaderList, requestIdOf } from './plugins/request-context.js'
 
 type HotRead =
   | { operation: 'listPets', route: '/v1/pets', limit: number, status: PetStatus | undefined, cursor: string | undefined }
@@ -18,8 +15,6 @@ const PET_PATH = /^\/v1\/pets\/([1-9][0-9]{0,14})$/
 const LIMIT = /^[1-9][0-9]{0,2}$/
 const CURSOR = /^[A-Za-z0-9_.-]+$/
 const STATUSES: ReadonlySet<string> = new Set(PET_STATUSES)
-/** Levels at which the access log (info) is written. */
-const LOGS_REQUESTS: ReadonlySet<string> = new Set(['trace', 'debug', 'info'])
 
 /**
  * listPets with its query in the plain form clients send: each of limit, status and cursor at
@@ -52,10 +47,9 @@ function hotReadOf (url: string): HotRead | undefined {
 }
 
 export interface HotReadsOptions {
+  gate: FrontGate
   reads: PetReads
   verifier: KeyVerifier
-  /** Absent when METRICS_ENABLED=false. */
-  metrics: Metrics | undefined
 }
 
 /**
@@ -69,11 +63,6 @@ export interface HotReadsOptions {
  * schema validation, reply serialisation) was most of the cost of a cached read.
  */
 export class HotReads {
-  /** Set once the app is ready (never while a per-request protection is configured); cleared when it starts closing. */
-  open = false
-  log: FastifyBaseLogger | undefined
-  isUnderPressure: () => boolean = () => false
-
   constructor (private readonly options: HotReadsOptions) {}
 
   /** A request handler that tries the hot path first and hands everything else to `framework`. */
@@ -84,11 +73,12 @@ export class HotReads {
   }
 
   private take (request: IncomingMessage, response: ServerResponse, framework: RequestHandler): boolean {
-    if (!this.open || request.method !== 'GET' || request.url === undefined) return false
+    const { gate } = this.options
+    if (!gate.open || request.method !== 'GET' || request.url === undefined) return false
     const headers = request.headers
     if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false
     const read = hotReadOf(request.url)
-    if (read === undefined || this.isUnderPressure()) return false
+    if (read === undefined || gate.isUnderPressure()) return false
     const { scheme, token } = bearerTokenOf(headers.authorization)
     const key = scheme === 'bearer' && token !== undefined ? this.options.verifier.peek(token) : undefined
     if (key === undefined) return false
@@ -99,7 +89,7 @@ export class HotReads {
   /** Rejects, before anything is written, when the framework should answer instead (a 404, a bad cursor, a storage error). */
   private async answer (read: HotRead, request: IncomingMessage, response: ServerResponse, key: VerifiedKey): Promise<void> {
     const started = performance.now()
-    const { metrics } = this.options
+    const { metrics } = this.options.gate
     if (metrics) metrics.inFlightRequests++
     let answer: ReadAnswer | undefined
     try {
@@ -113,13 +103,7 @@ export class HotReads {
     this.options.verifier.used(key)
     const requestId = requestIdOf(request)
     response.writeHead(answer.statusCode, [...answer.headers, ...commonHeaderList(requestId)]).end(answer.body)
-    const elapsedMs = performance.now() - started
-    if (metrics) {
-      metrics.requests.record('GET', read.route, answer.statusCode, elapsedMs / 1000)
-      metrics.hotReadAnswers++
-    }
-    if (this.log !== undefined && LOGS_REQUESTS.has(this.log.level)) {
-      this.log.info({ requestId, ...traceBindings(request.headers.traceparent), ...accessLogFields('GET', request.url ?? '', answer.statusCode, elapsedMs) }, 'request completed')
-    }
+    this.options.gate.answered(request, read.route, answer.statusCode, requestId, started)
+    if (metrics) metrics.hotReadAnswers++
   }
 }

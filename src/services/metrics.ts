@@ -43,6 +43,19 @@ export class Metrics {
     }
   })
 
+  /** Creates answered by the hot create path in front of the framework (they are in http_requests_total too). */
+  hotCreateAnswers = 0
+
+  readonly hotCreates = new Counter({
+    name: 'http_hot_create_answers_total',
+    help: 'Creates answered by the hot create path, without the framework (counted in http_requests_total as well).',
+    registers: [this.registry],
+    collect: () => {
+      this.hotCreates.reset()
+      this.hotCreates.inc(this.hotCreateAnswers)
+    }
+  })
+
   /** Verifications of well-formed API keys answered by the verified-key cache, and by the database. */
   keyCacheHits = 0
   keyCacheMisses = 0

@@ -26,7 +26,7 @@ async function metricValue (baseUrl: string, name: string): Promise<number> {
 /** The service twice on one store: with the hot read path, and with every request through Fastify. */
 async function twoServers (t: TestContext): Promise<{ hot: string, framework: string, auth: Record<string, string> }> {
   const hot = await startServer(t)
-  const framework = await buildApp({ config: loadConfig(TEST_DEFAULTS), store: hot.store, logger: pino({ level: 'silent' }), hotReads: false })
+  const framework = await buildApp({ config: loadConfig(TEST_DEFAULTS), store: hot.store, logger: pino({ level: 'silent' }), hotPaths: false })
   t.after(() => framework.close())
   await framework.listen({ host: '127.0.0.1', port: 0 })
   const address = framework.server.address()

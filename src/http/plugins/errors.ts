@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../../core/errors.js'
 import { StoreUnavailableError } from '../../storage/store.js'
 import { validationMessage, type SchemaViolation } from '../validation-message.js'
@@ -41,13 +41,21 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
     const message = FRAMEWORK_MESSAGES[fastifyError.code] ?? (code === 'invalid_request' ? 'the request is malformed' : fastifyError.message)
     return new ApiError(code, message)
   }
+  if (status === 503) return new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' })
+  return failureToApiError(error, request.log, request.id)
+}
+
+/**
+ * A failure of the service itself (the database, a bug) as the ApiError the client sees,
+ * logged to `log` (bound to the request), since the client learns nothing of it.
+ */
+export function failureToApiError (error: unknown, log: FastifyBaseLogger | undefined, requestId: string): ApiError {
   if (error instanceof StoreUnavailableError) {
-    request.log.warn({ err: error.reason }, 'database unavailable')
+    log?.warn({ err: error.reason }, 'database unavailable')
     return new ApiError('service_unavailable', 'the database is unavailable; retry shortly', { 'retry-after': '1' })
   }
-  if (status === 503) return new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' })
-  request.log.error({ err: error }, 'unexpected error while serving the request')
-  return new ApiError('internal_error', `an unexpected error occurred; quote request id ${request.id} when reporting it`)
+  log?.error({ err: error }, 'unexpected error while serving the request')
+  return new ApiError('internal_error', `an unexpected error occurred; quote request id ${requestId} when reporting it`)
 }
 
 function notFoundError (request: FastifyRequest): ApiError {
