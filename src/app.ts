@@ -59,9 +59,8 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
   const catalog = new PetCatalog(store.pets)
   const reads = new PetReads(catalog, createCursorCodec(cursorSecret), config.publicBaseUrl ?? '/v1')
-  const frontGate = new FrontGate(config.metricsEnabled ? metrics : undefined)
-  const hotReads = new HotReads({ gate: frontGate, reads, verifier })
-  const hotCreates = new HotCreates({ gate: frontGate, catalog, verifier })
+  const frontGate = new FrontGate(config.metricsEnabled ? metrics : undefined, verifier)
+  const hotPaths = [new HotReads({ gate: frontGate, reads }), new HotCreates({ gate: frontGate, catalog })]
 
   const options: FastifyServerOptions = {
     bodyLimit: MAX_BODY_BYTES,
@@ -91,7 +90,7 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
         keepAliveTimeout: config.keepAliveTimeoutMs,
         // Node checks those deadlines on this interval; the default (30 s) would let slow clients linger.
         connectionsCheckingInterval: 1000
-      }, hotCreates.inFrontOf(hotReads.inFrontOf(handler)))
+      }, frontGate.inFrontOf(handler, hotPaths))
       server.maxConnections = config.maxConnections
       return server
     },

@@ -1,10 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { FastifyBaseLogger } from 'fastify'
+import { bearerTokenOf } from '../core/api-keys.js'
+import type { KeyVerifier, VerifiedKey } from '../services/key-verifier.js'
 import type { Metrics } from '../services/metrics.js'
 import { accessLogFields, traceBindings } from './plugins/request-context.js'
 
 export type RequestHandler = (request: IncomingMessage, response: ServerResponse) => void
+
+/** A path that answers some requests in front of the framework. */
+export interface HotPath {
+  /** True when it took the request (and will answer it, or hand it to `framework` later). */
+  take (request: IncomingMessage, response: ServerResponse, framework: RequestHandler): boolean
+}
 
 /** Levels at which the access log (info) is written. */
 const LOGS_REQUESTS: ReadonlySet<string> = new Set(['trace', 'debug', 'info'])
@@ -20,7 +28,21 @@ export class FrontGate {
   isUnderPressure: () => boolean = () => false
 
   /** `metrics` is absent when METRICS_ENABLED=false. */
-  constructor (readonly metrics: Metrics | undefined) {}
+  constructor (readonly metrics: Metrics | undefined, readonly verifier: KeyVerifier) {}
+
+  /** A request handler that offers each request to the hot paths in turn, then to the framework. */
+  inFrontOf (framework: RequestHandler, paths: readonly HotPath[]): RequestHandler {
+    return (request, response) => {
+      for (const path of paths) if (path.take(request, response, framework)) return
+      framework(request, response)
+    }
+  }
+
+  /** The key of a request, when it was verified before; undefined leaves the request to the framework's authentication. */
+  verifiedKeyOf (request: IncomingMessage): VerifiedKey | undefined {
+    const { scheme, token } = bearerTokenOf(request.headers.authorization)
+    return scheme === 'bearer' && token !== undefined ? this.verifier.peek(token) : undefined
+  }
 
   /** Counts an answer in the request metrics and writes its access-log line, as the framework's hooks do. */
   answered (request: IncomingMessage, route: string, statusCode: number, requestId: string, startedMs: number): void {

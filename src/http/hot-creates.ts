@@ -1,10 +1,9 @@
 import { IncomingMessage, type ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { bearerTokenOf } from '../core/api-keys.js'
 import { PET_STATUSES, petToJson, type NewPetRecord, type PetStatus } from '../core/pets.js'
-import type { KeyVerifier, VerifiedKey } from '../services/key-verifier.js'
+import type { VerifiedKey } from '../services/key-verifier.js'
 import type { PetCatalog } from '../services/pet-catalog.js'
-import type { FrontGate, RequestHandler } from './front-gate.js'
+import type { FrontGate, HotPath, RequestHandler } from './front-gate.js'
 import { petLocation } from './headers.js'
 import { EXACT_CATEGORY_ID, MAX_BODY_BYTES, parseJsonBody } from './plugins/json-body.js'
 import { failureToApiError } from './plugins/errors.js'
@@ -79,7 +78,6 @@ function replayOf (request: IncomingMessage, body: Buffer): IncomingMessage {
 export interface HotCreatesOptions {
   gate: FrontGate
   catalog: PetCatalog
-  verifier: KeyVerifier
 }
 
 /**
@@ -94,17 +92,10 @@ export interface HotCreatesOptions {
  * same mapping as the framework's error handler: the create must not run twice.
  * test/http/hot-creates.test.ts compares both paths.
  */
-export class HotCreates {
+export class HotCreates implements HotPath {
   constructor (private readonly options: HotCreatesOptions) {}
 
-  /** A request handler that tries the hot path first and hands everything else to `framework`. */
-  inFrontOf (framework: RequestHandler): RequestHandler {
-    return (request, response) => {
-      if (!this.take(request, response, framework)) framework(request, response)
-    }
-  }
-
-  private take (request: IncomingMessage, response: ServerResponse, framework: RequestHandler): boolean {
+  take (request: IncomingMessage, response: ServerResponse, framework: RequestHandler): boolean {
     const { gate } = this.options
     if (!gate.open || request.method !== 'POST' || request.url !== '/v1/pets') return false
     const headers = request.headers
@@ -113,8 +104,7 @@ export class HotCreates {
     if (!PLAIN_JSON_TYPES.has(headers['content-type'] ?? '')) return false
     if (headers['transfer-encoding'] !== undefined || headers['content-encoding'] !== undefined || headers['idempotency-key'] !== undefined) return false
     if (gate.isUnderPressure()) return false
-    const { scheme, token } = bearerTokenOf(headers.authorization)
-    const key = scheme === 'bearer' && token !== undefined ? this.options.verifier.peek(token) : undefined
+    const key = gate.verifiedKeyOf(request)
     if (key === undefined) return false
 
     const started = performance.now()
@@ -136,7 +126,7 @@ export class HotCreates {
   }
 
   private async create (pet: NewPetRecord, key: VerifiedKey, request: IncomingMessage, response: ServerResponse, started: number): Promise<void> {
-    const { gate, catalog, verifier } = this.options
+    const { gate, catalog } = this.options
     const requestId = requestIdOf(request)
     if (gate.metrics) gate.metrics.inFlightRequests++
     let statusCode: number
@@ -144,7 +134,7 @@ export class HotCreates {
     let body: string
     try {
       const { id } = await catalog.create(pet)
-      verifier.used(key)
+      gate.verifier.used(key)
       statusCode = 201
       body = petToJson({ id, ...pet })
       headers = ['location', petLocation(id)]

@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { bearerTokenOf } from '../core/api-keys.js'
 import { PET_STATUSES, type PetStatus } from '../core/pets.js'
-import type { KeyVerifier, VerifiedKey } from '../services/key-verifier.js'
-import type { FrontGate, RequestHandler } from './front-gate.js'
+import type { VerifiedKey } from '../services/key-verifier.js'
+import type { FrontGate, HotPath, RequestHandler } from './front-gate.js'
 import { DEFAULT_LIMIT, type PetReads, type ReadAnswer } from './pet-reads.js'
 import { commonHeaderList, requestIdOf } from './plugins/request-context.js'
 
@@ -49,7 +48,6 @@ function hotReadOf (url: string): HotRead | undefined {
 export interface HotReadsOptions {
   gate: FrontGate
   reads: PetReads
-  verifier: KeyVerifier
 }
 
 /**
@@ -62,25 +60,17 @@ export interface HotReadsOptions {
  * load shedding and shutdown must see. The framework's per-request work (routing, hooks,
  * schema validation, reply serialisation) was most of the cost of a cached read.
  */
-export class HotReads {
+export class HotReads implements HotPath {
   constructor (private readonly options: HotReadsOptions) {}
 
-  /** A request handler that tries the hot path first and hands everything else to `framework`. */
-  inFrontOf (framework: RequestHandler): RequestHandler {
-    return (request, response) => {
-      if (!this.take(request, response, framework)) framework(request, response)
-    }
-  }
-
-  private take (request: IncomingMessage, response: ServerResponse, framework: RequestHandler): boolean {
+  take (request: IncomingMessage, response: ServerResponse, framework: RequestHandler): boolean {
     const { gate } = this.options
     if (!gate.open || request.method !== 'GET' || request.url === undefined) return false
     const headers = request.headers
     if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false
     const read = hotReadOf(request.url)
     if (read === undefined || gate.isUnderPressure()) return false
-    const { scheme, token } = bearerTokenOf(headers.authorization)
-    const key = scheme === 'bearer' && token !== undefined ? this.options.verifier.peek(token) : undefined
+    const key = gate.verifiedKeyOf(request)
     if (key === undefined) return false
     this.answer(read, request, response, key).catch(() => { framework(request, response) })
     return true
@@ -100,7 +90,7 @@ export class HotReads {
       if (metrics) metrics.inFlightRequests--
     }
     if (answer === undefined) throw new Error('no such animal: the framework answers the 404')
-    this.options.verifier.used(key)
+    this.options.gate.verifier.used(key)
     const requestId = requestIdOf(request)
     response.writeHead(answer.statusCode, [...answer.headers, ...commonHeaderList(requestId)]).end(answer.body)
     this.options.gate.answered(request, read.route, answer.statusCode, requestId, started)

@@ -1,6 +1,20 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { RequestStats } from './request-stats.js'
 
+/** A counter kept in a plain number by its owner and read from it at each scrape. */
+function counterReadWhenScraped (registry: Registry, name: string, help: string, read: () => number): Counter {
+  const counter: Counter = new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect: () => {
+      counter.reset()
+      counter.inc(read())
+    }
+  })
+  return counter
+}
+
 /**
  * The service's Prometheus metrics, one registry per app (so tests and several apps in one
  * process never share counters). What is counted on every request is kept in plain numbers
@@ -33,28 +47,14 @@ export class Metrics {
   /** Requests answered by the hot read path in front of the framework (they are in http_requests_total too). */
   hotReadAnswers = 0
 
-  readonly hotReads = new Counter({
-    name: 'http_hot_read_answers_total',
-    help: 'Reads answered by the hot read path, without the framework (counted in http_requests_total as well).',
-    registers: [this.registry],
-    collect: () => {
-      this.hotReads.reset()
-      this.hotReads.inc(this.hotReadAnswers)
-    }
-  })
+  readonly hotReads = counterReadWhenScraped(this.registry, 'http_hot_read_answers_total',
+    'Reads answered by the hot read path, without the framework (counted in http_requests_total as well).', () => this.hotReadAnswers)
 
   /** Creates answered by the hot create path in front of the framework (they are in http_requests_total too). */
   hotCreateAnswers = 0
 
-  readonly hotCreates = new Counter({
-    name: 'http_hot_create_answers_total',
-    help: 'Creates answered by the hot create path, without the framework (counted in http_requests_total as well).',
-    registers: [this.registry],
-    collect: () => {
-      this.hotCreates.reset()
-      this.hotCreates.inc(this.hotCreateAnswers)
-    }
-  })
+  readonly hotCreates = counterReadWhenScraped(this.registry, 'http_hot_create_answers_total',
+    'Creates answered by the hot create path, without the framework (counted in http_requests_total as well).', () => this.hotCreateAnswers)
 
   /** Verifications of well-formed API keys answered by the verified-key cache, and by the database. */
   keyCacheHits = 0

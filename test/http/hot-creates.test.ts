@@ -1,12 +1,10 @@
-import { describe, test, type TestContext } from 'node:test'
+import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import Database from 'better-sqlite3'
-import { pino } from 'pino'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { startServer, type TestServer } from '../helpers/start-server.js'
-import { TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
+import { TEST_ENGINE } from '../helpers/build-app.js'
+import { startServer } from '../helpers/start-server.js'
+import { twoServers } from '../helpers/two-servers.js'
 
 interface Answer { status: number, headers: Record<string, string>, body: string }
 
@@ -31,17 +29,6 @@ async function post (baseUrl: string, body: string, headers: Record<string, stri
 async function metricValue (baseUrl: string, name: string): Promise<number> {
   const text = await (await fetch(`${baseUrl}/metrics`)).text()
   return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN)
-}
-
-/** The service twice on one store: with the hot paths, and with every request through Fastify. */
-async function twoServers (t: TestContext): Promise<{ hot: TestServer, framework: string }> {
-  const hot = await startServer(t)
-  const framework = await buildApp({ config: loadConfig(TEST_DEFAULTS), store: hot.store, logger: pino({ level: 'silent' }), hotPaths: false })
-  t.after(() => framework.close())
-  await framework.listen({ host: '127.0.0.1', port: 0 })
-  const address = framework.server.address()
-  if (address === null || typeof address === 'string') throw new Error('no TCP address')
-  return { hot, framework: `http://127.0.0.1:${address.port}` }
 }
 
 describe('hot create path', () => {

@@ -1,10 +1,7 @@
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { pino } from 'pino'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
 import { startServer } from '../helpers/start-server.js'
-import { TEST_DEFAULTS } from '../helpers/build-app.js'
+import { twoServers } from '../helpers/two-servers.js'
 
 interface Answer { status: number, headers: Record<string, string>, body: string }
 
@@ -23,14 +20,9 @@ async function metricValue (baseUrl: string, name: string): Promise<number> {
   return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN)
 }
 
-/** The service twice on one store: with the hot read path, and with every request through Fastify. */
-async function twoServers (t: TestContext): Promise<{ hot: string, framework: string, auth: Record<string, string> }> {
-  const hot = await startServer(t)
-  const framework = await buildApp({ config: loadConfig(TEST_DEFAULTS), store: hot.store, logger: pino({ level: 'silent' }), hotPaths: false })
-  t.after(() => framework.close())
-  await framework.listen({ host: '127.0.0.1', port: 0 })
-  const address = framework.server.address()
-  if (address === null || typeof address === 'string') throw new Error('no TCP address')
+/** Both servers of twoServers, over 45 animals of every status. */
+async function twoServersWithAnimals (t: TestContext): Promise<{ hot: string, framework: string, auth: Record<string, string> }> {
+  const { hot, framework } = await twoServers(t)
   for (let i = 1; i <= 45; i++) {
     const response = await fetch(`${hot.baseUrl}/v1/pets`, {
       method: 'POST',
@@ -39,12 +31,12 @@ async function twoServers (t: TestContext): Promise<{ hot: string, framework: st
     })
     assert.equal(response.status, 201)
   }
-  return { hot: hot.baseUrl, framework: `http://127.0.0.1:${address.port}`, auth: hot.auth }
+  return { hot: hot.baseUrl, framework, auth: hot.auth }
 }
 
 describe('hot read path', () => {
   test('answers exactly as the framework does: status, headers and body, for valid and invalid reads alike', async (t) => {
-    const { hot, framework, auth } = await twoServers(t)
+    const { hot, framework, auth } = await twoServersWithAnimals(t)
     const first = await fetchAnswer(framework, '/v1/pets?limit=10', auth)
     const next = /<\/v1(\/pets\?[^>]+)>/.exec(first.headers.link ?? '')?.[1]
     const soldFirst = await fetchAnswer(framework, '/v1/pets?status=sold&limit=4', auth)
