@@ -1,6 +1,6 @@
 /**
  * npm run bench:metrics: what counting one request costs, measured in isolation (no network,
- * so none of the shared machine's noise): RequestStats.record() as the hot read path calls it,
+ * so none of the shared machine's noise): LabelledDurations.record() as the hot read path calls it,
  * against the time one cached read takes end to end (1 / requests per second in the last
  * `npm run bench`).
  */
@@ -21,7 +21,7 @@ const perRequest = measure((i) => {
   const started = performance.now()
   metrics.inFlightRequests++
   metrics.inFlightRequests--
-  metrics.requests.record('GET', ROUTES[i & 1] ?? '/v1/pets', 200, (performance.now() - started) / 1000)
+  metrics.requests.record((performance.now() - started) / 1000, 'GET', ROUTES[i & 1] ?? '/v1/pets', '200')
   metrics.hotReadAnswers++
 })
 const clock = measure(() => { performance.now() })

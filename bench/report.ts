@@ -95,7 +95,7 @@ export function writeReport (input: ReportInput): void {
     '',
     `- Cost of metrics (throughput lost with METRICS_ENABLED=true against false, same run; negative means the metrics run was faster, i.e. noise): ${costs.join('; ')}.`,
     `- More cores (WEB_CONCURRENCY, server and wrk unpinned on this ${input.machine} machine): list ${fixed(pairedRatio(two, one, 'list'))}× and creates ${fixed(pairedRatio(two, one, 'post'))}× from 1 to 2 workers. wrk needs a core of its own, so two workers here share two cores with the load generator.`,
-    '- Creates are durable: each 201 is sent after its group-committed transaction is synced (SQLite: WAL, synchronous=FULL; PostgreSQL: its own fsync settings). "Durability off" is SQLITE_SYNCHRONOUS=off.',
+    '- Creates are durable: each 201 is sent after its group-committed transaction is on disk (SQLite: WAL, synced by an fdatasync that began after the commit, as synchronous=FULL would; PostgreSQL: its own fsync settings). "Durability off" is SQLITE_SYNCHRONOUS=off; "one transaction per create" is WRITE_BATCH_SIZE=1, each create committed and synced alone.',
     '- json-server 0.17 has no status index and writes its whole JSON file on every create; it sends no Link header, so its status run re-reads the first page.',
     `- Non-2xx or socket errors over every run, all contenders: ${bad}.`,
     ''

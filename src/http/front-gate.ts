@@ -48,7 +48,7 @@ export class FrontGate {
   answered (request: IncomingMessage, route: string, statusCode: number, requestId: string, startedMs: number): void {
     const elapsedMs = performance.now() - startedMs
     const method = request.method ?? ''
-    this.metrics?.requests.record(method, route, statusCode, elapsedMs / 1000)
+    this.metrics?.requests.record(elapsedMs / 1000, method, route, String(statusCode))
     if (this.log !== undefined && LOGS_REQUESTS.has(this.log.level)) {
       this.log.info({ requestId, ...traceBindings(request.headers.traceparent), ...accessLogFields(method, request.url ?? '', statusCode, elapsedMs) }, 'request completed')
     }

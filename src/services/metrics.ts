@@ -1,5 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import { RequestStats } from './request-stats.js'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { LabelledDurations } from './labelled-durations.js'
 
 /** A counter kept in a plain number by its owner and read from it at each scrape. */
 function counterReadWhenScraped (registry: Registry, name: string, help: string, read: () => number): Counter {
@@ -24,7 +24,7 @@ export class Metrics {
   readonly registry = new Registry()
 
   /** Requests by method, route template and status: a count and a latency histogram. */
-  readonly requests = new RequestStats([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+  readonly requests = new LabelledDurations(['method', 'route', 'status'], [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
 
   /** Requests being served right now: a plain number on the hot path, read when scraped. */
   inFlightRequests = 0
@@ -36,13 +36,8 @@ export class Metrics {
     collect: () => { this.inFlight.set(this.inFlightRequests) }
   })
 
-  readonly databaseDuration = new Histogram({
-    name: 'db_query_duration_seconds',
-    help: 'Time spent in storage calls, by operation (a batched write counts once per request).',
-    labelNames: ['operation'] as const,
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-    registers: [this.registry]
-  })
+  /** Time spent in storage calls, by operation (a batched write counts once per request). */
+  readonly databaseDuration = new LabelledDurations(['operation'], [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])
 
   /** Requests answered by the hot read path in front of the framework (they are in http_requests_total too). */
   hotReadAnswers = 0
@@ -75,10 +70,11 @@ export class Metrics {
   readonly databasePool: Gauge<'state'> | undefined
 
   constructor (poolStats?: () => { total: number, idle: number, waiting: number }) {
-    this.requests.registerIn(this.registry, { counter: 'http_requests_total', histogram: 'http_request_duration_seconds' }, {
-      counter: 'HTTP requests answered, by method, route template and status code.',
-      histogram: 'Time from request received to response sent, by method, route template and status code.'
-    })
+    this.requests.registerIn(this.registry,
+      { name: 'http_request_duration_seconds', help: 'Time from request received to response sent, by method, route template and status code.' },
+      { name: 'http_requests_total', help: 'HTTP requests answered, by method, route template and status code.' })
+    this.databaseDuration.registerIn(this.registry,
+      { name: 'db_query_duration_seconds', help: 'Time spent in storage calls, by operation (a batched write counts once per request).' })
     collectDefaultMetrics({ register: this.registry })
     this.databasePool = poolStats && new Gauge({
       name: 'db_pool_connections',

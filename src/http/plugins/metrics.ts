@@ -14,7 +14,7 @@ export async function registerMetrics (app: FastifyInstance, { metrics, token }:
   })
   app.addHook('onResponse', function countRequest (request, reply, done) {
     metrics.inFlightRequests--
-    metrics.requests.record(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
+    metrics.requests.record(reply.elapsedTime / 1000, request.method, request.routeOptions.url ?? 'unmatched', String(reply.statusCode))
     done()
   })
 

@@ -1,33 +1,35 @@
 import type { Metric, Registry } from 'prom-client'
 
-type RequestLabels = Record<'method' | 'route' | 'status', string>
-
 interface Series {
-  labels: RequestLabels
+  labels: Record<string, string>
   count: number
   sum: number
   /** Observations per bucket, not cumulative; the last slot is beyond the largest bound. */
   buckets: number[]
 }
 
+interface MetricName { name: string, help: string }
+
 interface ExportedValue { metricName?: string, labels: Record<string, string | number>, value: number }
 
 /**
- * Request counts and latency histograms by method, route template and status, counted in
- * plain numbers on the hot path and turned into Prometheus series only when scraped.
- * prom-client's labelled inc() and observe() hash the label set on every call, which cost
- * several percent of a cached read.
+ * Durations by a fixed set of labels (requests by method, route and status; storage calls by
+ * operation), counted in plain numbers on the hot path and turned into Prometheus series only
+ * when scraped: prom-client's labelled inc() and observe() hash the label set on every call,
+ * which cost several percent of a cached read.
  */
-export class RequestStats {
+export class LabelledDurations {
   private readonly series = new Map<string, Series>()
 
-  constructor (private readonly bounds: readonly number[]) {}
+  constructor (private readonly labelNames: readonly string[], private readonly bounds: readonly number[]) {}
 
-  record (method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`
+  /** `values`: one per label name, in the same order. */
+  record (seconds: number, ...values: string[]): void {
+    const key = values.join(' ')
     let series = this.series.get(key)
     if (series === undefined) {
-      series = { labels: { method, route, status: String(status) }, count: 0, sum: 0, buckets: new Array<number>(this.bounds.length + 1).fill(0) }
+      const labels = Object.fromEntries(this.labelNames.map((name, index) => [name, values[index] ?? '']))
+      series = { labels, count: 0, sum: 0, buckets: new Array<number>(this.bounds.length + 1).fill(0) }
       this.series.set(key, series)
     }
     series.count++
@@ -37,10 +39,10 @@ export class RequestStats {
     series.buckets[bucket] = (series.buckets[bucket] ?? 0) + 1
   }
 
-  /** Registers the request counter and the latency histogram, read from these numbers at each scrape. */
-  registerIn (registry: Registry, names: { counter: string, histogram: string }, help: { counter: string, histogram: string }): void {
-    registry.registerMetric(this.asMetric(names.counter, help.counter, 'counter', () => this.counterValues()))
-    registry.registerMetric(this.asMetric(names.histogram, help.histogram, 'histogram', () => this.histogramValues(names.histogram)))
+  /** Registers the histogram and, when named, a counter of the same observations, read from these numbers at each scrape. */
+  registerIn (registry: Registry, histogram: MetricName, counter?: MetricName): void {
+    registry.registerMetric(this.asMetric(histogram.name, histogram.help, 'histogram', () => this.histogramValues(histogram.name)))
+    if (counter !== undefined) registry.registerMetric(this.asMetric(counter.name, counter.help, 'counter', () => this.counterValues()))
   }
 
   private counterValues (): ExportedValue[] {
