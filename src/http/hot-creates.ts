@@ -119,8 +119,14 @@ export class HotCreates implements HotPath {
     request.once('end', () => {
       const bytes = Buffer.concat(chunks, received)
       const pet = newPetOf(bytes)
-      if (pet === undefined) framework(replayOf(request, bytes), response)
-      else void this.create(pet, key, request, response, started)
+      if (pet === undefined) {
+        framework(replayOf(request, bytes), response)
+        return
+      }
+      this.create(pet, key, request, response, started).catch((error: unknown) => {
+        gate.log?.error({ err: error }, 'answering a create failed')
+        response.destroy()
+      })
     })
     return true
   }
@@ -128,13 +134,14 @@ export class HotCreates implements HotPath {
   private async create (pet: NewPetRecord, key: VerifiedKey, request: IncomingMessage, response: ServerResponse, started: number): Promise<void> {
     const { gate, catalog } = this.options
     const requestId = requestIdOf(request)
+    // As the framework's authentication does for every request it lets through.
+    gate.verifier.used(key)
     if (gate.metrics) gate.metrics.inFlightRequests++
     let statusCode: number
     let headers: string[]
     let body: string
     try {
       const { id } = await catalog.create(pet)
-      gate.verifier.used(key)
       statusCode = 201
       body = petToJson({ id, ...pet })
       headers = ['location', petLocation(id)]
