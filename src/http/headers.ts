@@ -12,8 +12,16 @@ export function deprecationHeaders (): Record<string, string> {
   }
 }
 
+/** The media type of every JSON answer. */
+export const JSON_TYPE = 'application/json; charset=utf-8'
+
 export function petLocation (id: number): string {
   return `/v1/pets/${id}`
+}
+
+/** The header fields of createPet's 201, as the route and the hot create path both send it (Content-Length is the sender's). */
+export function createdHeaders (id: number): string[] {
+  return ['content-type', JSON_TYPE, 'location', petLocation(id)]
 }
 
 /** RFC 8288 link to the next page; `base` is the public base URL of the API (ending in /v1). */

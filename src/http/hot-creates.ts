@@ -4,13 +4,12 @@ import { PET_STATUSES, petToJson, type NewPetRecord, type PetStatus } from '../c
 import type { VerifiedKey } from '../services/key-verifier.js'
 import type { PetCatalog } from '../services/pet-catalog.js'
 import type { FrontGate, HotPath, RequestHandler } from './front-gate.js'
-import { petLocation } from './headers.js'
+import { createdHeaders, JSON_TYPE } from './headers.js'
 import { EXACT_CATEGORY_ID, MAX_BODY_BYTES, parseJsonBody } from './plugins/json-body.js'
 import { failureToApiError } from './plugins/errors.js'
 import { commonHeaderList, requestIdOf } from './plugins/request-context.js'
 import { NewPetSchema } from './schemas/pet.js'
 
-const JSON_TYPE = 'application/json; charset=utf-8'
 const PLAIN_JSON_TYPES: ReadonlySet<string> = new Set(['application/json', JSON_TYPE])
 const CONTENT_LENGTH = /^[1-9][0-9]{0,5}$/
 const FIELDS: ReadonlySet<string> = new Set(Object.keys(NewPetSchema.properties))
@@ -144,16 +143,16 @@ export class HotCreates implements HotPath {
       const { id } = await catalog.create(pet)
       statusCode = 201
       body = petToJson({ id, ...pet })
-      headers = ['location', petLocation(id)]
+      headers = createdHeaders(id)
     } catch (error) {
       const failure = failureToApiError(error, gate.log?.child({ requestId }), requestId)
       statusCode = failure.status
       body = JSON.stringify(failure.toBody())
-      headers = Object.entries(failure.headers).flat()
+      headers = ['content-type', JSON_TYPE, ...Object.entries(failure.headers).flat()]
     } finally {
       if (gate.metrics) gate.metrics.inFlightRequests--
     }
-    response.writeHead(statusCode, ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)), ...headers, ...commonHeaderList(requestId)]).end(body)
+    response.writeHead(statusCode, [...headers, 'content-length', String(Buffer.byteLength(body)), ...commonHeaderList(requestId)]).end(body)
     gate.answered(request, '/v1/pets', statusCode, requestId, started)
     if (gate.metrics) gate.metrics.hotCreateAnswers++
   }

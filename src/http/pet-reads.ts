@@ -2,7 +2,7 @@ import { type CursorCodec, InvalidCursorError } from '../core/cursor.js'
 import { ApiError } from '../core/errors.js'
 import type { PetStatus } from '../core/pets.js'
 import type { CatalogPage, PetCatalog } from '../services/pet-catalog.js'
-import { deprecationHeaders, ifNoneMatchHits, nextPageLink } from './headers.js'
+import { deprecationHeaders, ifNoneMatchHits, JSON_TYPE, nextPageLink } from './headers.js'
 
 export const DEFAULT_LIMIT = 20
 
@@ -24,7 +24,6 @@ export interface ReadAnswer {
   body: Buffer | string | undefined
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8'
 const PET_HEADERS: readonly string[] = ['content-type', JSON_TYPE, ...Object.entries(deprecationHeaders()).flat()]
 
 /**

@@ -7,7 +7,7 @@ import { petToJson } from '../../core/pets.js'
 import { parseIdempotencyKey } from '../../core/idempotency.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
-import { deprecationHeaders, petLocation } from '../headers.js'
+import { createdHeaders, deprecationHeaders } from '../headers.js'
 import { DEFAULT_LIMIT, type PetReads, type ReadAnswer } from '../pet-reads.js'
 import { EXACT_CATEGORY_ID } from '../plugins/json-body.js'
 import { errorResponses, withHeaders } from '../schemas/error.js'
@@ -20,7 +20,6 @@ export interface PetRoutesOptions {
   idempotencyKeys: IdempotencyKeys
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8'
 const LIMIT_TEXT = /^[1-9][0-9]*$/
 /** A 304 has no body; sending null would make Fastify serialise "null" and announce 4 bytes. */
 const NO_BODY = undefined as unknown as null
@@ -69,7 +68,7 @@ function addDeprecationHeaders (_request: FastifyRequest, reply: FastifyReply, p
 
 const DEPRECATION_HEADER_VALUES = deprecationHeaders()
 
-function sendAnswer (reply: FastifyReply, { statusCode, headers, body }: ReadAnswer): FastifyReply {
+function sendAnswer (reply: FastifyReply, { statusCode, headers, body }: Pick<ReadAnswer, 'headers' | 'body'> & { statusCode: number }): FastifyReply {
   reply.code(statusCode)
   for (let index = 0; index < headers.length; index += 2) reply.header(headers[index] ?? '', headers[index + 1])
   return reply.send(body ?? NO_BODY)
@@ -159,8 +158,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
     const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
     const key = readIdempotencyKey(request)
     const claim = key === undefined || request.apiKey === null ? undefined : { apiKeyId: request.apiKey.keyId, key }
-    const created = (id: number, body: Buffer | string): FastifyReply =>
-      reply.code(201).header('location', petLocation(id)).type(JSON_TYPE).send(body)
+    const created = (id: number, body: string): FastifyReply => sendAnswer(reply, { statusCode: 201, headers: createdHeaders(id), body })
 
     if (claim !== undefined) {
       const earlier = await idempotencyKeys.claim(claim, pet)
