@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, Fa
 import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../../core/errors.js'
 import { StoreUnavailableError } from '../../storage/store.js'
 import { validationMessage, type SchemaViolation } from '../validation-message.js'
+import { JSON_TYPE } from '../headers.js'
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   Object.entries(STATUS_BY_CODE).map(([code, status]) => [status, code as ErrorCode])
@@ -21,7 +22,7 @@ export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
   return reply
     .code(error.status)
     .headers(error.headers)
-    .type('application/json; charset=utf-8')
+    .type(JSON_TYPE)
     .send(JSON.stringify(error.toBody()))
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import swaggerUi from '@fastify/swagger-ui'
 import { registerMethodFallbacks } from './method-fallbacks.js'
+import { JSON_TYPE } from '../headers.js'
 
 /** The OpenAPI document (public) and the API reference page, both served from this process: no CDN. */
 export async function docsRoutes (app: FastifyInstance): Promise<void> {
@@ -16,7 +17,7 @@ export async function docsRoutes (app: FastifyInstance): Promise<void> {
       response: { 200: { description: 'The OpenAPI 3.1 document.', type: 'object', additionalProperties: true } }
     }
   }, async function getOpenApiDocument (_request, reply) {
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger()))
+    return reply.type(JSON_TYPE).send(JSON.stringify(app.swagger()))
   })
   registerMethodFallbacks(app, '/v1/openapi.json', ['GET'])
 

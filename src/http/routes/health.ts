@@ -1,13 +1,14 @@
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../../core/errors.js'
 import type { Store } from '../../storage/store.js'
+import { JSON_TYPE } from '../headers.js'
 
 const READINESS_TIMEOUT_MS = 2000
 
 /** Probes for load balancers and orchestrators: outside /v1, no key, not in the API document. */
 export async function healthRoutes (app: FastifyInstance, { store }: { store: Store }): Promise<void> {
   app.get('/healthz', { schema: { hide: true } }, async function liveness (_request, reply) {
-    return reply.type('application/json; charset=utf-8').send('{"status":"ok"}')
+    return reply.type(JSON_TYPE).send('{"status":"ok"}')
   })
 
   app.get('/readyz', { schema: { hide: true } }, async function readiness (_request, reply) {
@@ -22,6 +23,6 @@ export async function healthRoutes (app: FastifyInstance, { store }: { store: St
     } finally {
       clearTimeout(timer)
     }
-    return reply.type('application/json; charset=utf-8').send('{"status":"ready"}')
+    return reply.type(JSON_TYPE).send('{"status":"ready"}')
   })
 }
