@@ -20,6 +20,8 @@ await build({
   external: ['better-sqlite3', 'pg', 'ioredis', '@fastify/swagger-ui'],
   // Bundled CommonJS dependencies call require(), which an ES module does not have.
   banner: { js: "import { createRequire as createRequireOfBundle } from 'node:module'; const require = createRequireOfBundle(import.meta.url);" },
+  minifyWhitespace: true,
+  legalComments: 'external',
   logLevel: 'warning'
 })
 // The portal reads its assets from beside the module that holds it.

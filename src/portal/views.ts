@@ -27,7 +27,7 @@ export function page ({ title, assets, main, session, script = false }: PageOpti
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Animal Store developer portal</title>
+<title>${title} &middot; Animal Store developer portal</title>
 <link rel="stylesheet" href="${assets.css}">
 <link rel="icon" href="${assets.icon}" type="image/svg+xml">
 ${script ? html`<script src="${assets.script}" defer></script>` : ''}
@@ -123,12 +123,12 @@ function keyRow (key: ApiKeyRow): SafeHtml {
   const name = key.label ?? key.prefix
   return html`<tr${key.revokedAt === null ? '' : html` class="revoked"`}>
   <td data-label="Label">${key.label ?? html`<span class="muted">no label</span>`}</td>
-  <td data-label="Prefix"><code>${key.prefix}…</code></td>
+  <td data-label="Prefix"><code>${key.prefix}&hellip;</code></td>
   <td data-label="Created">${dateTime(key.createdAt)}</td>
   <td data-label="Last used">${key.lastUsedAt === null ? html`<span class="muted">never</span>` : dateTime(key.lastUsedAt)}</td>
   <td data-label="Status">${key.revokedAt === null ? 'Active' : html`Revoked ${dateTime(key.revokedAt)}`}</td>
   <td data-label="">${key.revokedAt === null
-    ? html`<a class="danger-link" href="/portal/keys/${key.id}/revoke" aria-label="Revoke the key ${name}">Revoke…</a>`
+    ? html`<a class="danger-link" href="/portal/keys/${key.id}/revoke" aria-label="Revoke the key ${name}">Revoke&hellip;</a>`
     : ''}</td>
 </tr>`
 }
@@ -163,7 +163,7 @@ ${formMessage(error, notice)}
 ${created === undefined
   ? ''
   : html`<section class="new-key" aria-labelledby="new-key-heading">
-  <h2 id="new-key-heading">Your new key${created.row.label === null ? '' : html` “${created.row.label}”`}</h2>
+  <h2 id="new-key-heading">Your new key${created.row.label === null ? '' : html` &ldquo;${created.row.label}&rdquo;`}</h2>
   <p class="warning"><strong>Copy this key now: it will not be shown again.</strong> Only a digest of it is stored, so nobody can show it to you later.
   If you lose it, generate a new key and revoke this one. Keep it out of source code and chats.</p>
   <div class="secret">
@@ -192,7 +192,7 @@ ${created === undefined
     ${csrfField(session.csrfToken)}
     <label for="label">Label</label>
     <input id="label" name="label" type="text" maxlength="${MAX_LABEL_LENGTH}" value="${label ?? ''}" aria-describedby="label-hint">
-    <p class="hint" id="label-hint">Where the key will be used, such as “laptop” or “billing service”. Optional.</p>
+    <p class="hint" id="label-hint">Where the key will be used, such as &ldquo;laptop&rdquo; or &ldquo;billing service&rdquo;. Optional.</p>
     <button type="submit">Generate key</button>
   </form>
 </section>
@@ -214,8 +214,8 @@ export function revokePage ({ assets, session, key }: { assets: AssetUrls, sessi
     title: 'Revoke a key',
     assets,
     session,
-    main: html`<h1>Revoke the key “${name}”?</h1>
-<p>The key <code>${key.prefix}…</code>, created ${dateTime(key.createdAt)}, will stop working within a second, on every server.
+    main: html`<h1>Revoke the key &ldquo;${name}&rdquo;?</h1>
+<p>The key <code>${key.prefix}&hellip;</code>, created ${dateTime(key.createdAt)}, will stop working within a second, on every server.
 Programs that use it will get <code>401 Unauthorized</code>. This cannot be undone.</p>
 <form class="actions" method="post" action="/portal/keys/${key.id}/revoke">
   ${csrfField(session.csrfToken)}

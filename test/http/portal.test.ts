@@ -305,7 +305,7 @@ describe('developer portal: keys', () => {
     assert.equal(later.body.includes(key), false, 'the secret is never shown again')
     assert.equal(later.body.includes(key.slice(12)), false)
     assert.match(later.body, /<td data-label="Label">laptop<\/td>/)
-    assert.ok(later.body.includes(`<code>${key.slice(0, 12)}…</code>`), 'the prefix identifies the key')
+    assert.ok(later.body.includes(`<code>${key.slice(0, 12)}&hellip;</code>`), 'the prefix identifies the key')
     assert.match(later.body, /<td data-label="Last used"><span class="muted">never<\/span><\/td>|<td data-label="Last used"><time/)
     assert.match(later.body, /<td data-label="Status">Active<\/td>/)
 
@@ -338,7 +338,7 @@ describe('developer portal: keys', () => {
 
     const confirm = await browser.get(`/portal/keys/${row.id}/revoke`)
     assert.equal(confirm.statusCode, 200, confirm.body)
-    assert.match(confirm.body, /Revoke the key “to revoke”\?/)
+    assert.match(confirm.body, /Revoke the key &ldquo;to revoke&rdquo;\?/)
     const revoked = await browser.post(`/portal/keys/${row.id}/revoke`, { _csrf: csrfTokenOf(confirm.body) })
     const since = performance.now()
     assert.equal(revoked.statusCode, 303, revoked.body)
