@@ -3,6 +3,7 @@ import { parse as parseContentType } from 'fast-content-type-parse'
 import { parse as parseLossless, isLosslessNumber } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import { ApiError } from '../../core/errors.js'
+import { IntegerLiteral, scanFlatObject, type FlatMember } from '../../core/flat-json.js'
 import { parseInt64Literal } from '../../core/int64.js'
 
 export const MAX_BODY_BYTES = 65_536
@@ -43,7 +44,7 @@ function checkHeaders (request: FastifyRequest): void {
 
 /**
  * Parses a JSON body without losing anything: invalid UTF-8 is refused rather than
- * replaced, prototype keys are refused, and a numeric categoryId is re-read from its
+ * replaced, prototype keys are refused, and a numeric categoryId is read from its
  * literal, so it is kept exactly or refused, never rounded.
  */
 export function parseJsonBody (bytes: Buffer): unknown {
@@ -54,6 +55,24 @@ export function parseJsonBody (bytes: Buffer): unknown {
   } catch {
     throw ApiError.invalidRequest('the request body is not valid UTF-8')
   }
+  const members = scanFlatObject(text)
+  return members !== undefined && !members.has('__proto__') ? flatBody(members) : parseInFull(text)
+}
+
+/** The object JSON.parse would give for a flat body, with categoryId read exactly from its digits. */
+function flatBody (members: Map<string, FlatMember>): Record<string | symbol, unknown> {
+  const body: Record<string | symbol, unknown> = {}
+  for (const [key, member] of members) {
+    if (!(member instanceof IntegerLiteral)) body[key] = member
+    else if (key !== 'categoryId') body[key] = Number(member.text)
+    // Fifteen characters, sign included, are at most fifteen digits: exact as a double (+ 0 turns -0 into 0, as the exact path does).
+    else if (member.text.length <= 15) body.categoryId = Number(member.text) + 0
+    else setExactCategoryId(body, member.text)
+  }
+  return body
+}
+
+function parseInFull (text: string): unknown {
   let value: unknown
   try {
     value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
@@ -67,16 +86,22 @@ export function parseJsonBody (bytes: Buffer): unknown {
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
     // CONTRACT.md: a categoryId round-trips exactly or is refused. JSON.parse has already
     // rounded it (1.0000000000000001 became 1), so its literal is read again, digit for digit.
-    if (typeof body.categoryId === 'number') {
-      const exact = exactCategoryId(text)
-      body.categoryId = Number(exact)
-      if (!Number.isSafeInteger(body.categoryId)) body[EXACT_CATEGORY_ID] = exact
-    }
+    if (typeof body.categoryId === 'number') setExactCategoryId(body, categoryIdLiteral(text))
   }
   return value
 }
 
-function exactCategoryId (text: string): bigint {
+function setExactCategoryId (body: Record<string | symbol, unknown>, literal: string | undefined): void {
+  const exact = literal === undefined ? undefined : parseInt64Literal(literal)
+  if (exact === undefined) {
+    throw ApiError.invalidRequest('categoryId must be an integer between -9223372036854775808 and 9223372036854775807')
+  }
+  body.categoryId = Number(exact)
+  if (!Number.isSafeInteger(body.categoryId)) body[EXACT_CATEGORY_ID] = exact
+}
+
+/** The literal of categoryId in a text that JSON.parse accepted, read by a lossless parser. */
+function categoryIdLiteral (text: string): string | undefined {
   let document: Record<string, unknown>
   try {
     document = parseLossless(text) as Record<string, unknown>
@@ -89,11 +114,7 @@ function exactCategoryId (text: string): bigint {
       : 'the request body is nested too deeply')
   }
   const literal = document.categoryId
-  const exact = isLosslessNumber(literal) ? parseInt64Literal(literal.value) : undefined
-  if (exact === undefined) {
-    throw ApiError.invalidRequest('categoryId must be an integer between -9223372036854775808 and 9223372036854775807')
-  }
-  return exact
+  return isLosslessNumber(literal) ? literal.value : undefined
 }
 
 export function registerJsonBodyParser (app: FastifyInstance): void {
