@@ -57,6 +57,21 @@ for (const engine of ENGINES) {
       assert.equal(await store.pets.findJsonById(5), undefined)
     })
 
+    test('a few hundred concurrent inserts each get the id of their own animal, after the animals already there', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      await store.pets.insert({ name: 'first', categoryId: 1 })
+      const statuses = ['available', 'pending', 'sold', undefined] as const
+      const pets = Array.from({ length: 300 }, (_, index) => ({ name: `pet ${index}`, categoryId: BigInt(index) * 30000000000000000n, status: statuses[index % 4] }))
+      const created = await Promise.all(pets.map(async (pet) => await store.pets.insert(pet)))
+      assert.deepEqual(created.map(({ id }) => id).sort((a, b) => a - b), Array.from({ length: 300 }, (_, index) => index + 2))
+      for (const [index, { id }] of created.entries()) {
+        const pet = pets[index]
+        const status = pet?.status === undefined ? '' : `,"status":"${pet.status}"`
+        assert.equal(await store.pets.findJsonById(id), `{"id":${id},"name":"${pet?.name ?? ''}","categoryId":${String(pet?.categoryId)}${status}}`)
+      }
+    })
+
     test('listPage returns id-ordered pages, filters by status and says whether more exist', async (t) => {
       const store = await openStore(t)
       if (!store) return
