@@ -11,6 +11,14 @@ const PRAGMA_VALUE: Record<CommitSync, number> = { OFF: 0, NORMAL: 1, FULL: 2 }
 
 const BUSY_TIMEOUT_MS = 5000
 
+/**
+ * SQLite's own page cache per connection. better-sqlite3 builds SQLite with 16 MB; 2 MB (SQLite's
+ * usual default) holds every interior page of a 1,000,000-animal catalogue, and leaves the rest to
+ * the operating system's file cache, outside the process's memory: random reads over a million
+ * animals peaked 10-15 MB lower, as fast.
+ */
+const PAGE_CACHE_KIB = 2048
+
 export class SqliteSettingsError extends Error {}
 
 /** Opens a connection, creating the file's folder, and checks the journal mode and commit sync it got. */
@@ -23,6 +31,7 @@ export function openDatabase (path: string, commitSync: CommitSync): Database.Da
   // last commits on power loss unless whoever commits syncs the WAL itself.
   db.pragma(`synchronous = ${commitSync}`)
   db.pragma('foreign_keys = ON')
+  db.pragma(`cache_size = -${PAGE_CACHE_KIB}`)
   const journalMode = db.pragma('journal_mode', { simple: true })
   const actual = db.pragma('synchronous', { simple: true })
   if ((journalMode !== 'wal' && path !== ':memory:') || actual !== PRAGMA_VALUE[commitSync]) {
