@@ -49,7 +49,7 @@ export class PetCatalog {
 
   constructor (private readonly repository: PetRepository) {}
 
-  async create (pet: NewPetRecord, claim?: IdempotencyKeyRef): Promise<{ id: number }> {
+  create (pet: NewPetRecord, claim?: IdempotencyKeyRef): Promise<{ id: number }> {
     return this.repository.insert(pet, claim)
   }
 

@@ -28,18 +28,44 @@ const SYNC_ON_LOOP_MIN_BATCH = 32
 // Creates only append: a small page cache holds the pages they touch.
 const CREATE_CONNECTION_CACHE_KIB = 1024
 
-/** One transaction for a batch of creates; a claimed idempotency key is completed with its animal's id in it. */
+/** Rows per INSERT statement: a batch is written with as few statements as these sizes allow. */
+const ROWS_PER_INSERT = [64, 16, 4, 1] as const
+
+function prepareInserts (db: Database.Database) {
+  return {
+    lastId: db.prepare('SELECT max(id) FROM pets').pluck(),
+    insertRows: new Map(ROWS_PER_INSERT.map((rows) => [rows,
+      db.prepare(`INSERT INTO pets (id, name, category_id, status, created_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`)])),
+    completeClaim: db.prepare('UPDATE idempotency_keys SET pet_id = ? WHERE api_key_id = ? AND idempotency_key = ?')
+  }
+}
+
+/**
+ * One transaction for a batch of creates, written with multi-row INSERTs: a row costs about
+ * half as much as with a statement of its own. The batch's ids follow the largest id in the
+ * table, in the batch's order; the transaction holds the write lock, so no other writer can
+ * take them. A claimed idempotency key is completed with its animal's id in it.
+ */
 function petInserter (db: Database.Database): (writes: PetWrite[]) => Array<{ id: number }> {
-  let statements: { insertPet: Database.Statement, completeClaim: Database.Statement } | undefined
+  let statements: ReturnType<typeof prepareInserts> | undefined
   const insertBatch = db.transaction((writes: PetWrite[]) => {
     // Prepared on first use: the tables exist only after migrate().
-    const { insertPet, completeClaim } = statements ??= {
-      insertPet: db.prepare('INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)'),
-      completeClaim: db.prepare('UPDATE idempotency_keys SET pet_id = ? WHERE api_key_id = ? AND idempotency_key = ?')
-    }
+    const { lastId, insertRows, completeClaim } = statements ??= prepareInserts(db)
     const now = Date.now()
-    return writes.map(({ pet, claim }) => {
-      const id = Number(insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now).lastInsertRowid)
+    const firstId = Number(lastId.get() ?? 0) + 1
+    let written = 0
+    for (const rows of ROWS_PER_INSERT) {
+      for (; writes.length - written >= rows; written += rows) {
+        const values: unknown[] = []
+        for (let index = written; index < written + rows; index++) {
+          const pet = (writes[index] as PetWrite).pet
+          values.push(firstId + index, pet.name, pet.categoryId, pet.status ?? null, now)
+        }
+        insertRows.get(rows)?.run(values)
+      }
+    }
+    return writes.map(({ claim }, index) => {
+      const id = firstId + index
       if (claim) completeClaim.run(id, claim.apiKeyId, claim.key)
       return { id }
     })
@@ -97,12 +123,11 @@ export function openPetWrites (path: string, { synchronous, batchSize, mainDb }:
     return ids.map(({ id }) => ({ id, synced }))
   }, batchSize)
 
+  const afterSync = ({ id, synced }: { id: number, synced: boolean }): { id: number } | Promise<{ id: number }> =>
+    synced || barrier === undefined ? { id } : barrier.covering().then(() => ({ id }))
+
   return {
-    insert: async (pet, claim) => {
-      const { id, synced } = await commits.submit({ pet, claim })
-      if (!synced) await barrier?.covering()
-      return { id }
-    },
+    insert: (pet, claim) => commits.submit({ pet, claim }).then(afterSync),
     close: async () => {
       await commits.drain()
       await barrier?.idle()

@@ -148,7 +148,7 @@ function buildStore (db: Database.Database, sql: () => Statements, petWrites: Pe
   return {
     engine: 'sqlite',
     pets: {
-      insert: async (pet, claim) => await petWrites.insert(pet, claim),
+      insert: petWrites.insert,
       insertMany: async (pets) => { insertMany.immediate(pets) },
       findJsonById: async (id) => sql().petJsonById.get(id) as string | undefined,
       listPage: async ({ status, afterId, limit }: ListPetsQuery): Promise<PetPage> => {
