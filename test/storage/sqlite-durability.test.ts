@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdirSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { loadConfig } from '../../src/config.js'
 import { openStore } from '../../src/storage/open-store.js'
 import { tempDir } from '../helpers/build-app.js'
@@ -31,4 +32,28 @@ test('creates on a database reached through a symbolic link sync the log beside 
   t.after(() => linked.close())
   const created = await Promise.all(Array.from({ length: 3 }, async () => await linked.pets.insert({ name: 'Rex', categoryId: 1, status: 'available' })))
   assert.deepEqual(created.map(({ id }) => id).sort(), [1, 2, 3])
+})
+
+test('creates wait for another connection\'s write lock without blocking the event loop, then commit', async (t) => {
+  const path = join(tempDir(t), 'pets.sqlite')
+  const store = openStore(loadConfig({ DATABASE_URL: `sqlite:${path}` }))
+  t.after(() => store.close())
+  await store.migrate()
+  // Another writer (another worker process, or the CLI) holds the write lock for a while.
+  const other = new Database(path)
+  t.after(() => other.close())
+  other.exec('BEGIN IMMEDIATE')
+  const created = store.pets.insert({ name: 'Rex', categoryId: 1, status: 'available' })
+  let loopTurns = 0
+  await new Promise<void>((resolve) => {
+    const turn = (): void => {
+      if (++loopTurns === 20) resolve()
+      else setTimeout(turn, 1)
+    }
+    setTimeout(turn, 1)
+  })
+  assert.equal(loopTurns, 20, 'timers fire while the create waits for the lock')
+  other.exec('COMMIT')
+  assert.deepEqual(await created, { id: 1 })
+  assert.equal(await store.pets.findJsonById(1), '{"id":1,"name":"Rex","categoryId":1,"status":"available"}')
 })
