@@ -26,12 +26,13 @@ export function writeReport (input: ReportInput): void {
   const sqlite = 'animal-store SQLite'
   const fixed = (value: number, digits = 2): string => Number.isFinite(value) ? value.toFixed(digits) : 'n/a'
 
-  /** The median over rounds of each round's ratio: runs of one round are seconds apart, rounds minutes. */
-  const pairedRatio = (contender: string, other: string, workload: WorkloadName, otherWorkload = workload): number => {
-    const ours = runs(contender, workload)
+  /** Each round's ratio of two contenders' rates: runs of one round are seconds apart, rounds minutes. */
+  const roundRatios = (contender: string, other: string, workload: WorkloadName, otherWorkload = workload): number[] => {
     const theirs = runs(other, otherWorkload)
-    return median(ours.map((run, index) => run.rps / (theirs[index]?.rps ?? NaN)).filter(Number.isFinite))
+    return runs(contender, workload).map((run, index) => run.rps / (theirs[index]?.rps ?? NaN)).filter(Number.isFinite)
   }
+  const pairedRatio = (contender: string, other: string, workload: WorkloadName, otherWorkload = workload): number =>
+    median(roundRatios(contender, other, workload, otherWorkload))
   // The mixed workload is compared with the ceiling's read rate.
   const ratio = (contender: string, workload: WorkloadName): number => pairedRatio(contender, CEILING, workload, workload === 'mixed' ? 'list' : workload)
   const largeWorkloads = (name: string): WorkloadName[] => contenders.find((c) => c.name === name)?.workloads ?? []
@@ -45,7 +46,7 @@ export function writeReport (input: ReportInput): void {
     [`2. status filter following next links, ${input.large.toLocaleString('en')} animals: ≥ 0.50× ceiling`, `${fixed(ratio(large(sqlite), 'status'))}×`, ratio(large(sqlite), 'status') >= 0.5],
     ['2. … p99 within 1.2× of the same on 10,000 animals', `${fixed(of(large(sqlite), 'status', 'p99Ms'))} ms vs ${fixed(of(sqlite, 'status', 'p99Ms'))} ms (${fixed(of(large(sqlite), 'status', 'p99Ms') / of(sqlite, 'status', 'p99Ms'))}×)`, of(large(sqlite), 'status', 'p99Ms') <= 1.2 * of(sqlite, 'status', 'p99Ms')],
     ['3. `GET /v1/pets/{random id}`: ≥ 0.65× ceiling', `${fixed(ratio(sqlite, 'get'))}×`, ratio(sqlite, 'get') >= 0.65],
-    ['4. durable creates: ≥ 10× one transaction per create', `${fixed(pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post'), 1)}×`, pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post') >= 10],
+    ['4. durable creates: ≥ 10× one transaction per create', `${fixed(pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post'), 2)}×`, pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post') >= 10],
     ['4. … and ≥ 0.8× the rate with durability off', `${fixed(pairedRatio(sqlite, `${sqlite}, durability off`, 'post'))}×`, pairedRatio(sqlite, `${sqlite}, durability off`, 'post') >= 0.8],
     ['5. mixed 90 % reads / 10 % creates: ≥ 0.40× the ceiling\'s read rate', `${fixed(ratio(sqlite, 'mixed'))}×`, ratio(sqlite, 'mixed') >= 0.4],
     [`6. peak RSS ≤ ${RSS_LIMIT_MB} MB in every workload at ${input.large.toLocaleString('en')} animals`, `${fixed(peakLarge, 0)} MB at most`, peakLarge <= RSS_LIMIT_MB],
@@ -93,6 +94,7 @@ export function writeReport (input: ReportInput): void {
     '',
     '## Notes',
     '',
+    `- Group commit, round by round: ${roundRatios(sqlite, `${sqlite}, one transaction per create`, 'post').map((value) => fixed(value)).join(', ')}× one transaction per create; ${roundRatios(sqlite, `${sqlite}, durability off`, 'post').map((value) => fixed(value)).join(', ')}× the rate with durability off.`,
     `- Cost of metrics (throughput lost with METRICS_ENABLED=true against false, same run; negative means the metrics run was faster, i.e. noise): ${costs.join('; ')}.`,
     `- More cores (WEB_CONCURRENCY, server and wrk unpinned on this ${input.machine} machine): list ${fixed(pairedRatio(two, one, 'list'))}× and creates ${fixed(pairedRatio(two, one, 'post'))}× from 1 to 2 workers. wrk needs a core of its own, so two workers here share two cores with the load generator.`,
     '- Creates are durable: each 201 is sent after its group-committed transaction is on disk (SQLite: WAL, synced by an fdatasync that began after the commit, as synchronous=FULL would; PostgreSQL: its own fsync settings). "Durability off" is SQLITE_SYNCHRONOUS=off; "one transaction per create" is WRITE_BATCH_SIZE=1, each create committed and synced alone.',
