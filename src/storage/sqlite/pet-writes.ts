@@ -1,5 +1,4 @@
 import { closeSync, fdatasync, fdatasyncSync, openSync, realpathSync } from 'node:fs'
-import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import type Database from 'better-sqlite3'
 import type { NewPetRecord } from '../../core/pets.js'
@@ -7,6 +6,7 @@ import { GroupCommit } from '../group-commit.js'
 import type { IdempotencyKeyRef } from '../store.js'
 import { SyncBarrier } from '../sync-barrier.js'
 import { openDatabase, type SqliteSynchronous } from './database.js'
+import { whenWriteLockFree } from './write-lock.js'
 
 interface PetWrite {
   pet: NewPetRecord
@@ -28,29 +28,6 @@ const SYNC_ON_LOOP_MIN_BATCH = 32
 
 // Creates only append: a small page cache holds the pages they touch.
 const CREATE_CONNECTION_CACHE_KIB = 1024
-
-/** How long a batch waits for another connection's write lock before its creates fail, as SQLite's busy timeout would. */
-const WRITE_LOCK_WAIT_MS = 5000
-
-const isBusy = (error: unknown): boolean => (error as { code?: unknown }).code === 'SQLITE_BUSY'
-
-/**
- * Runs a write transaction, waiting for a write lock that another connection holds (another
- * worker process, the CLI) the way SQLite's busy timeout does, but between turns of the event
- * loop: SQLite's own wait sleeps the thread, 1 ms and more at a time, and every read with it.
- */
-async function whenWriteLockFree<T> (write: () => T): Promise<T> {
-  const deadline = Date.now() + WRITE_LOCK_WAIT_MS
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return write()
-    } catch (error) {
-      if (!isBusy(error) || Date.now() > deadline) throw error
-    }
-    // A commit holds the lock for tens of microseconds: try again at once a few times, then every millisecond.
-    await (attempt < 8 ? nextTurn() : sleep(1))
-  }
-}
 
 /** Rows per INSERT statement: a batch is written with as few statements as these sizes allow. */
 const ROWS_PER_INSERT = [64, 16, 4, 1] as const
