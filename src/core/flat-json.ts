@@ -10,6 +10,9 @@ const BACKSLASH = 0x5c
 const COMMA = 0x2c
 const COLON = 0x3a
 const MINUS = 0x2d
+const DOT = 0x2e
+const LOWER_E = 0x65
+const UPPER_E = 0x45
 const OPEN_BRACE = 0x7b
 const CLOSE_BRACE = 0x7d
 const DIGIT_0 = 0x30
@@ -52,7 +55,7 @@ function integerEnd (text: string, at: number): number {
   if (first !== DIGIT_0) while (isDigit(text.charCodeAt(at))) at++
   const next = text.charCodeAt(at)
   // A fraction or an exponent: left to the full parser. (After a leading zero, a digit fails as a separator.)
-  return next === 0x2e || next === 0x65 || next === 0x45 ? -1 : at
+  return next === DOT || next === LOWER_E || next === UPPER_E ? -1 : at
 }
 
 /**
