@@ -48,7 +48,7 @@ export function loggerOptions (config: Readonly<Config>): LoggerOptions {
 
 /** Builds the HTTP application around an open, migrated store; never listens. */
 export async function buildApp ({ config, store: rawStore, logger, hotPaths: hotPathsWanted = true }: BuildAppOptions): Promise<FastifyInstance> {
-  const metrics = new Metrics(rawStore.poolStats)
+  const metrics = new Metrics(rawStore)
   const store = instrumentStore(rawStore, (operation, seconds) => metrics.databaseDuration.record(seconds, operation))
   // The verifier is needed by frameworkErrors, before the app (and its logger) exists.
   const late: { log?: FastifyBaseLogger } = {}

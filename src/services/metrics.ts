@@ -1,4 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import type { Store } from '../storage/store.js'
 import { LabelledDurations } from './labelled-durations.js'
 
 /** A counter kept in a plain number by its owner and read from it at each scrape. */
@@ -69,13 +70,22 @@ export class Metrics {
 
   readonly databasePool: Gauge<'state'> | undefined
 
-  constructor (poolStats?: () => { total: number, idle: number, waiting: number }) {
+  constructor ({ poolStats, groupCommitStats }: Partial<Pick<Store, 'poolStats' | 'groupCommitStats'>> = {}) {
     this.requests.registerIn(this.registry,
       { name: 'http_request_duration_seconds', help: 'Time from request received to response sent, by method, route template and status code.' },
       { name: 'http_requests_total', help: 'HTTP requests answered, by method, route template and status code.' })
     this.databaseDuration.registerIn(this.registry,
       { name: 'db_query_duration_seconds', help: 'Time spent in storage calls, by operation (a batched write counts once per request).' })
     collectDefaultMetrics({ register: this.registry })
+    if (groupCommitStats) {
+      counterReadWhenScraped(this.registry, 'db_pet_commits_total',
+        'Transactions that committed created animals: creates divided by commits is the animals per group commit.', () => groupCommitStats().commits)
+      const syncs = groupCommitStats().syncs
+      if (syncs !== undefined) {
+        counterReadWhenScraped(this.registry, 'db_wal_syncs_total',
+          'Syncs of the SQLite write-ahead log that acknowledge created animals; each covers every commit before it.', () => groupCommitStats().syncs ?? 0)
+      }
+    }
     this.databasePool = poolStats && new Gauge({
       name: 'db_pool_connections',
       help: 'Database pool connections, by state: total, idle, and requests waiting for one.',

@@ -182,6 +182,11 @@ export interface Store {
   migrate (): Promise<number[]>
   /** Writes a consistent copy of the database to a new file while it is in use (embedded engines only). */
   backupTo?: (path: string) => Promise<void>
+  /**
+   * How creates were grouped: transactions that committed created animals (commits) and, where
+   * the service syncs the log itself (SQLite), syncs of it; each sync acknowledges every commit before it.
+   */
+  groupCommitStats: () => { commits: number, syncs: number | undefined }
   /** Connection pool occupancy, for engines that pool connections. */
   poolStats?: () => { total: number, idle: number, waiting: number }
   /** Resolves when the database answers a trivial query. */

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, createTestKey, openTestStore, TEST_DEFAULTS } from '../helpers/build-app.js'
+import { buildTestApp, createTestKey, openTestStore, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
 
 describe('metrics', () => {
   test('GET /metrics counts requests by route template and status, key-cache lookups, storage calls and the process', async (t) => {
@@ -27,6 +27,22 @@ describe('metrics', () => {
     assert.match(text, /process_cpu_user_seconds_total/)
     assert.match(text, /nodejs_eventloop_lag_seconds/)
     assert.doesNotMatch(text, /ask_/, 'no key material in metrics')
+  })
+
+  test('GET /metrics counts the transactions that committed creates and, on SQLite, the syncs that acknowledged them', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const created = await Promise.all(Array.from({ length: 3 }, async () =>
+      await app.inject({ method: 'POST', url: '/v1/pets', headers: auth, payload: { name: 'Rex', categoryId: 1 } })))
+    assert.deepEqual(created.map((response) => response.statusCode), [201, 201, 201])
+    const text = (await app.inject({ url: '/metrics' })).body
+    const commits = Number(/^db_pet_commits_total (\d+)$/m.exec(text)?.[1])
+    assert.ok(commits >= 1 && commits <= 3, `commits: ${commits}`)
+    if (TEST_ENGINE === 'sqlite') {
+      const syncs = Number(/^db_wal_syncs_total (\d+)$/m.exec(text)?.[1])
+      assert.ok(syncs >= 1 && syncs <= commits, `syncs: ${syncs}`)
+    } else {
+      assert.doesNotMatch(text, /db_wal_syncs_total/)
+    }
   })
 
   test('METRICS_TOKEN protects /metrics', async (t) => {

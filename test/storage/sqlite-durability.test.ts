@@ -57,3 +57,18 @@ test('creates wait for another connection\'s write lock without blocking the eve
   assert.deepEqual(await created, { id: 1 })
   assert.equal(await store.pets.findJsonById(1), '{"id":1,"name":"Rex","categoryId":1,"status":"available"}')
 })
+
+test('a batch of creates is acknowledged by one sync of the log, small or large', async (t) => {
+  const store = openStore(loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'pets.sqlite')}` }))
+  t.after(() => store.close())
+  await store.migrate()
+  await store.pets.insert({ name: 'first', categoryId: 1 })
+  // Below and above the size from which a batch is synced on the event loop itself.
+  for (const creates of [5, 40]) {
+    const before = store.groupCommitStats()
+    await Promise.all(Array.from({ length: creates }, async (_, index) => await store.pets.insert({ name: `pet ${index}`, categoryId: 1 })))
+    const after = store.groupCommitStats()
+    assert.equal(after.commits - before.commits, 1, `${creates} creates in one transaction`)
+    assert.equal((after.syncs ?? NaN) - (before.syncs ?? NaN), 1, `${creates} creates acknowledged by one sync`)
+  }
+})

@@ -309,6 +309,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
       await warnAboutDurability(query, options.onWarning ?? (() => {}))
       return applied
     },
+    groupCommitStats: () => ({ commits: writes.batches, syncs: undefined }),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => { await query('SELECT 1') },
     close: () => (closing ??= writes.drain().then(async () => pool.end()))

@@ -15,6 +15,7 @@ interface PetWrite {
 
 export interface PetWrites {
   insert (pet: NewPetRecord, claim: IdempotencyKeyRef | undefined): Promise<{ id: number }>
+  stats (): { commits: number, syncs: number | undefined }
   close (): Promise<void>
 }
 
@@ -75,13 +76,21 @@ function petInserter (db: Database.Database): (writes: PetWrite[]) => Array<{ id
 }
 
 /** fdatasync of the write-ahead log: on the event loop, or on libuv's thread pool. */
-function walDataSync (walPath: string): { now: () => void, onThreadPool: () => Promise<void>, close: () => void } {
+function walDataSync (walPath: string): { now: () => void, onThreadPool: () => Promise<void>, syncs: () => number, close: () => void } {
   let fd: number | undefined
+  let syncs = 0
   // Opened at the first sync, after a commit has created the log.
   const walFd = (): number => (fd ??= openSync(walPath, 'r'))
   return {
-    now: () => { fdatasyncSync(walFd()) },
-    onThreadPool: async () => { await fdatasyncOnThreadPool(walFd()) },
+    now: () => {
+      syncs++
+      fdatasyncSync(walFd())
+    },
+    onThreadPool: async () => {
+      syncs++
+      await fdatasyncOnThreadPool(walFd())
+    },
+    syncs: () => syncs,
     close: () => {
       if (fd !== undefined) closeSync(fd)
       fd = undefined
@@ -97,9 +106,9 @@ function walDataSync (walPath: string): { now: () => void, onThreadPool: () => P
  * WAL that began after its commit has finished: the guarantee of synchronous=FULL (an
  * acknowledged create is on disk). A large batch is synced at once, on the event loop, as
  * FULL would. A small one, the usual case when creates are a small part of the traffic, is
- * synced on libuv's thread pool: the loop keeps answering reads while the disk works, and
- * one sync covers every batch committed before it began. Until then the new animal may
- * already be visible to reads.
+ * synced on libuv's thread pool, one sync for the whole batch: the loop keeps answering reads
+ * while the disk works, and one sync covers every batch committed before it began. Until then
+ * the new animal may already be visible to reads.
  *
  * With a batch size of 1 there is no grouping at all: each create is its own transaction,
  * synced before the next begins. With `off` nothing is synced.
@@ -120,21 +129,25 @@ export function openPetWrites (path: string, { synchronous, batchSize, mainDb }:
   const wal = ownConnection && synchronous === 'full' ? walDataSync(`${realpathSync(path)}-wal`) : undefined
   const barrier = wal && new SyncBarrier(wal.onThreadPool)
 
-  const commitAndSync = (batch: PetWrite[]): Array<{ id: number, synced: boolean }> => {
+  /** Each create of the batch with what its answer waits for: nothing, or the batch's sync. */
+  const commitAndSync = (batch: PetWrite[]): Array<{ id: number, synced: Promise<void> | undefined }> => {
     const ids = insert(batch)
-    const synced = wal === undefined || batch.length >= SYNC_ON_LOOP_MIN_BATCH || batchSize === 1
-    if (wal !== undefined && synced) wal.now()
+    let synced: Promise<void> | undefined
+    if (wal !== undefined && (batch.length >= SYNC_ON_LOOP_MIN_BATCH || batchSize === 1)) wal.now()
+    // Asked once for the whole batch: a sync that begins now covers every create in it.
+    else synced = barrier?.covering()
     return ids.map(({ id }) => ({ id, synced }))
   }
-  const commits = new GroupCommit<PetWrite, { id: number, synced: boolean }>(
+  const commits = new GroupCommit<PetWrite, { id: number, synced: Promise<void> | undefined }>(
     ownConnection ? async (batch) => await whenWriteLockFree(() => commitAndSync(batch)) : commitAndSync,
     batchSize)
 
-  const afterSync = ({ id, synced }: { id: number, synced: boolean }): { id: number } | Promise<{ id: number }> =>
-    synced || barrier === undefined ? { id } : barrier.covering().then(() => ({ id }))
+  const afterSync = ({ id, synced }: { id: number, synced: Promise<void> | undefined }): { id: number } | Promise<{ id: number }> =>
+    synced === undefined ? { id } : synced.then(() => ({ id }))
 
   return {
     insert: (pet, claim) => commits.submit({ pet, claim }).then(afterSync),
+    stats: () => ({ commits: commits.batches, syncs: wal?.syncs() }),
     close: async () => {
       await commits.drain()
       await barrier?.idle()

@@ -248,6 +248,7 @@ function buildStore (db: Database.Database, sql: () => Statements, petWrites: Pe
       return sql().settingByName.get(name) as string
     },
     migrate: async () => applyMigrations(db),
+    groupCommitStats: petWrites.stats,
     backupTo: async (path) => {
       mkdirSync(dirname(path), { recursive: true })
       // SQLite's online backup: a consistent snapshot, taken while servers keep writing.
