@@ -8,13 +8,17 @@ export class GroupCommit<Item, Result> {
   private pending: Array<{ item: Item, resolve: (result: Result) => void, reject: (error: unknown) => void }> = []
   private scheduled = false
   private running = false
-  /** Batches handed to `commitBatch` so far. */
-  batches = 0
+  private committed = 0
 
   constructor (
     private readonly commitBatch: (items: Item[]) => Promise<Result[]> | Result[],
     private readonly maxBatchSize: number
   ) {}
+
+  /** Batches handed to `commitBatch` so far. */
+  get batches (): number {
+    return this.committed
+  }
 
   submit (item: Item): Promise<Result> {
     return new Promise((resolve, reject) => {
@@ -33,7 +37,7 @@ export class GroupCommit<Item, Result> {
     this.scheduled = false
     this.running = true
     const batch = this.pending.splice(0, this.maxBatchSize)
-    this.batches++
+    this.committed++
     try {
       const results = await this.commitBatch(batch.map((entry) => entry.item))
       batch.forEach((entry, index) => entry.resolve(results[index] as Result))
