@@ -84,6 +84,7 @@ const fence = (text: string): string => `\`\`\`\n${text.replace(/```/g, "'''")}\
 interface CrashFigures {
   engine: string
   clients: number
+  oneCore?: boolean
   rows: number
   trials: Array<{ trial: number, killAfter: number, acknowledged: number, sent: number, cut: number, ms: number }>
   acknowledged: number
@@ -104,19 +105,21 @@ const crash = await run('crash-durability', nodeTest(CRASH_TEST), { CRASH_TRIALS
     .filter((json): json is string => json !== undefined)
     .map((json) => JSON.parse(json) as CrashFigures)
   const tests = outcomes(crash.output)
-  // SQLite twice: 64 clients make batches synced on the event loop, 4 clients small ones synced on the thread pool.
-  const runs: Array<{ title: string, engine: string, clients: number }> = [
-    { title: 'SQLite', engine: 'sqlite', clients: 64 },
-    { title: 'SQLite', engine: 'sqlite', clients: 4 },
-    { title: 'PostgreSQL', engine: 'postgres', clients: 64 }
+  // SQLite three times: 64 clients make large batches, synced on the thread pool when the server has cores to spare
+  // and on the event loop when it is pinned to one; 4 clients make small ones, synced on the thread pool.
+  const runs: Array<{ title: string, engine: string, clients: number, oneCore: boolean }> = [
+    { title: 'SQLite', engine: 'sqlite', clients: 64, oneCore: false },
+    { title: 'SQLite pinned to one core', engine: 'sqlite', clients: 64, oneCore: true },
+    { title: 'SQLite', engine: 'sqlite', clients: 4, oneCore: false },
+    { title: 'PostgreSQL', engine: 'postgres', clients: 64, oneCore: false }
   ]
   const rows: string[] = []
   const perTrial: string[] = []
   const problems: string[] = []
-  for (const { title: engineTitle, engine, clients } of runs) {
+  for (const { title: engineTitle, engine, clients, oneCore } of runs) {
     const title = `${engineTitle}, ${clients} clients`
-    const outcome = tests.find((test) => test.name.includes(`under ${clients} clients on ${engineTitle}`))
-    const figure = figures.find((candidate) => candidate.engine === engine && candidate.clients === clients)
+    const outcome = tests.find((test) => test.name.includes(`under ${clients} clients on ${engineTitle} (`))
+    const figure = figures.find((candidate) => candidate.engine === engine && candidate.clients === clients && (candidate.oneCore ?? false) === oneCore)
     const status = outcome?.status ?? 'missing'
     if (status === 'failed' || status === 'missing' || (status === 'passed' && figure === undefined)) {
       failures.push(`crash durability on ${title}: ${status === 'passed' ? 'no figures printed' : status}`)
@@ -141,8 +144,9 @@ const crash = await run('crash-durability', nodeTest(CRASH_TEST), { CRASH_TRIALS
 Command: \`${crash.command}\` (exit ${crash.code ?? crash.signal}, ${crash.seconds.toFixed(0)} s)
 
 In each trial concurrent clients create animals (each sends its next create before reading the answer to the previous
-one, so creates are always in flight): 64 of them, and on SQLite 4 as well, whose small batches are synced on the thread
-pool rather than on the event loop; the server is SIGKILLed once a random number (20 to 200) of
+one, so creates are always in flight): 64 of them, and on SQLite also 64 with the server pinned to one core (where
+large batches are synced on the event loop rather than on the thread pool) and 4, whose small batches are synced on the
+thread pool; the server is SIGKILLed once a random number (20 to 200) of
 creates have been acknowledged with 201, restarted, and every animal acknowledged so far, in this trial and all earlier
 ones, must be served by GET /v1/pets/{id} exactly as its 201 body showed it. On SQLite, \`PRAGMA integrity_check\` must
 answer ok after every kill and at the end; on both engines the pets table must hold at least as many rows as there were

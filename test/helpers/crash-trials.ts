@@ -38,6 +38,8 @@ export interface CrashTrialOptions {
   clients: number
   /** Prefixes the diagnostics, e.g. the engine. */
   label: string
+  /** Pins every server of the trials to these CPUs (a `taskset -c` list). */
+  cores?: string
   /** Runs after each kill, before the next start: the database as the crash left it. */
   afterKill?: (trial: number) => Promise<void> | void
 }
@@ -86,13 +88,13 @@ export async function assertAllPresent (baseUrl: string, key: string, acknowledg
  * Leaves the last server running; returns it with the figures.
  */
 export async function runCrashTrials (t: TestContext, options: CrashTrialOptions): Promise<{ figures: CrashFigures, server: ServerHandle }> {
-  const { env, key, trials, clients, label } = options
+  const { env, key, trials, clients, label, cores } = options
   const acknowledged: Pet[] = []
   const ids = new Set<number>()
   const figures: CrashTrialFigures[] = []
   const startedAt = performance.now()
 
-  let server = launchServer(t, env)
+  let server = launchServer(t, env, { cores })
   let baseUrl = await server.listening
   let trialStartedAt = startedAt
   for (let trial = 1; trial <= trials; trial++) {
@@ -176,7 +178,7 @@ export async function runCrashTrials (t: TestContext, options: CrashTrialOptions
     acknowledged.push(...acks)
     await options.afterKill?.(trial)
 
-    server = launchServer(t, env)
+    server = launchServer(t, env, { cores })
     baseUrl = await server.listening
     await assertAllPresent(baseUrl, key, acknowledged, context)
 

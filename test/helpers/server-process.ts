@@ -24,8 +24,11 @@ export interface ServerHandle extends Omit<ServerProcess, 'baseUrl'> {
   waitForLog: (predicate: (entry: Record<string, unknown>) => boolean) => Promise<Record<string, unknown>>
 }
 
-export function launchServer (t: TestContext, env: Record<string, string>): ServerHandle {
-  const child = spawn(process.execPath, [CLI_PATH, 'serve'], {
+/** `cores` pins the process to those CPUs (a `taskset -c` list), as an operator may. */
+export function launchServer (t: TestContext, env: Record<string, string>, { cores }: { cores?: string } = {}): ServerHandle {
+  const command = [process.execPath, CLI_PATH, 'serve']
+  const [file = '', ...args] = cores === undefined ? command : ['taskset', '-c', cores, ...command]
+  const child = spawn(file, args, {
     env: { HOST: '127.0.0.1', PORT: '0', ...TEST_DEFAULTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })

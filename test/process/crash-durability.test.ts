@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import Database from 'better-sqlite3'
@@ -23,15 +24,28 @@ if (!Number.isSafeInteger(TRIALS) || TRIALS < 1) throw new Error(`CRASH_TRIALS=$
 const SERVER_ENV = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
 
 /** Prints the figures, the last line as JSON for scripts/reliability.ts. */
-function report (t: TestContext, engine: string, clients: number, figures: CrashFigures, rows: number): void {
-  t.diagnostic(`${engine}, ${clients} clients: ${figures.trials.length} trials, ${figures.acknowledged} creates acknowledged, ${figures.sent} sent, ` +
+function report (t: TestContext, engine: string, clients: number, figures: CrashFigures, rows: number, oneCore = false): void {
+  t.diagnostic(`${engine}${oneCore ? ' on one core' : ''}, ${clients} clients: ${figures.trials.length} trials, ${figures.acknowledged} creates acknowledged, ${figures.sent} sent, ` +
     `${figures.cut} cut by the kill, ${rows} rows (${rows - figures.acknowledged} committed without an acknowledgement), ${(figures.ms / 1000).toFixed(1)} s`)
   const { pets: _pets, ...totals } = figures
-  t.diagnostic(`crash-figures ${JSON.stringify({ engine, clients, rows, ...totals })}`)
+  t.diagnostic(`crash-figures ${JSON.stringify({ engine, clients, oneCore, rows, ...totals })}`)
 }
 
-/** SIGKILL trials on a SQLite file; `clients` decides how large the group-committed batches get. */
-async function sqliteTrials (t: TestContext, clients: number): Promise<void> {
+const tasksetWorks = ((): boolean => {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+})()
+
+/**
+ * SIGKILL trials on a SQLite file; `clients` decides how large the group-committed batches get,
+ * and `oneCore` pins the server to one CPU, where large batches are synced on the event loop
+ * rather than on the thread pool.
+ */
+async function sqliteTrials (t: TestContext, clients: number, oneCore = false): Promise<void> {
   const dbPath = dbFile(tempDir(t))
   const key = await seedApiKey(dbPath)
   const integrity = (): unknown => {
@@ -48,7 +62,8 @@ async function sqliteTrials (t: TestContext, clients: number): Promise<void> {
     key,
     trials: TRIALS,
     clients,
-    label: `sqlite ${clients} clients`,
+    label: `sqlite ${clients} clients${oneCore ? ' on one core' : ''}`,
+    cores: oneCore ? '0' : undefined,
     // The file as the kill left it, before the next server opens it.
     afterKill: (trial) => { assert.equal(integrity(), 'ok', `integrity_check after the kill of trial ${trial}`) }
   })
@@ -61,7 +76,7 @@ async function sqliteTrials (t: TestContext, clients: number): Promise<void> {
     const { total: rows, unique_ids: uniqueIds } = db.prepare('SELECT count(*) AS total, count(DISTINCT id) AS unique_ids FROM pets').get() as { total: number, unique_ids: number }
     assert.equal(rows, uniqueIds, 'pet ids are unique')
     assert.ok(rows >= figures.acknowledged, `${rows} rows for ${figures.acknowledged} acknowledged animals`)
-    report(t, 'sqlite', clients, figures, rows)
+    report(t, 'sqlite', clients, figures, rows, oneCore)
   } finally {
     db.close()
   }
@@ -72,7 +87,12 @@ describe('crash durability', () => {
     await sqliteTrials(t, CLIENTS)
   })
 
-  // Batches of a few creates are synced on libuv's thread pool, large ones on the event loop.
+  test(`every create acknowledged with 201 survives SIGKILL at a random moment under ${CLIENTS} clients on SQLite pinned to one core (${TRIALS} trials), and integrity_check is ok`,
+    { timeout: TIMEOUT_MS, skip: !tasksetWorks && 'taskset (util-linux) is not installed' }, async (t) => {
+      await sqliteTrials(t, CLIENTS, true)
+    })
+
+  // Batches of a few creates are synced on libuv's thread pool, on one core too.
   test(`every create acknowledged with 201 survives SIGKILL at a random moment under ${FEW_CLIENTS} clients on SQLite (${TRIALS} trials), and integrity_check is ok`, { timeout: TIMEOUT_MS }, async (t) => {
     await sqliteTrials(t, FEW_CLIENTS)
   })

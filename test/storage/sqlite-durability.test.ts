@@ -1,11 +1,25 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFile, execFileSync } from 'node:child_process'
 import { mkdirSync, symlinkSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
 import { loadConfig } from '../../src/config.js'
 import { openStore } from '../../src/storage/open-store.js'
+import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../helpers/build-app.js'
+
+const run = promisify(execFile)
+function hasTaskset (): boolean {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
 
 // synchronous is a setting of the store's own connection; the store reads it back at open and
 // refuses to run with anything but the configured value, so opening and writing is the check.
@@ -58,17 +72,30 @@ test('creates wait for another connection\'s write lock without blocking the eve
   assert.equal(await store.pets.findJsonById(1), '{"id":1,"name":"Rex","categoryId":1,"status":"available"}')
 })
 
-test('a batch of creates is acknowledged by one sync of the log, small or large', async (t) => {
-  const store = openStore(loadConfig({ DATABASE_URL: `sqlite:${join(tempDir(t), 'pets.sqlite')}` }))
-  t.after(() => store.close())
-  await store.migrate()
-  await store.pets.insert({ name: 'first', categoryId: 1 })
-  // Below and above the size from which a batch is synced on the event loop itself.
-  for (const creates of [5, 40]) {
-    const before = store.groupCommitStats()
-    await Promise.all(Array.from({ length: creates }, async (_, index) => await store.pets.insert({ name: `pet ${index}`, categoryId: 1 })))
-    const after = store.groupCommitStats()
-    assert.equal(after.commits - before.commits, 1, `${creates} creates in one transaction`)
-    assert.equal((after.syncs ?? NaN) - (before.syncs ?? NaN), 1, `${creates} creates acknowledged by one sync`)
+for (const largeBatchesSyncOnLoop of [true, false]) {
+  test(`a batch of creates is acknowledged by one sync of the log, small or large, with large batches synced ${largeBatchesSyncOnLoop ? 'on the event loop (one core)' : 'on the thread pool (cores to spare)'}`, async (t) => {
+    const store = openSqliteStore(join(tempDir(t), 'pets.sqlite'), { largeBatchesSyncOnLoop })
+    t.after(() => store.close())
+    await store.migrate()
+    await store.pets.insert({ name: 'first', categoryId: 1 })
+    // Below and above the size from which a batch is synced on the event loop itself on one core.
+    for (const creates of [5, 40]) {
+      const before = store.groupCommitStats()
+      const created = await Promise.all(Array.from({ length: creates }, async (_, index) => await store.pets.insert({ name: `pet ${index}`, categoryId: 1 })))
+      const after = store.groupCommitStats()
+      assert.equal(after.commits - before.commits, 1, `${creates} creates in one transaction`)
+      assert.equal((after.syncs ?? NaN) - (before.syncs ?? NaN), 1, `${creates} creates acknowledged by one sync`)
+      assert.equal(new Set(created.map(({ id }) => id)).size, creates, 'each create its own id')
+    }
+  })
+}
+
+test('large batches are synced on the event loop only in a process pinned to one core', { skip: !hasTaskset() && 'taskset (util-linux) is not installed' }, async () => {
+  const placement = async (cores: string): Promise<string> => {
+    const { stdout } = await run('taskset', ['-c', cores, process.execPath, '--import', 'tsx', '--input-type=module', '-e',
+      "import { syncsLargeBatchesOnLoop } from './src/storage/sqlite/pet-writes.ts'; console.log(syncsLargeBatchesOnLoop())"])
+    return stdout.trim()
   }
+  assert.equal(await placement('0'), 'true')
+  if (availableParallelism() > 1) assert.equal(await placement(`0-${availableParallelism() - 1}`), 'false')
 })
