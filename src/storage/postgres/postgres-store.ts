@@ -27,16 +27,20 @@ const STATEMENT_TIMEOUT_MS = 5000
 const PET_JSON = `'{"id":' || id || ',"name":' || to_json(name)::text || ',"categoryId":' || category_id ||
   CASE WHEN status IS NULL THEN '' ELSE ',"status":"' || status || '"' END || '}'`
 
+/**
+ * One page and whether more follow, in one pass: the page's rows and one more, numbered.
+ * Looking one row past the page costs less than a second search of the index after it.
+ */
 const pageSql = (statusFilter: string): string => `
-  WITH page AS (
-    SELECT id, name, category_id, status FROM pets
-    WHERE ${statusFilter} id > $1 ORDER BY id LIMIT $2
-  )
   SELECT
-    '[' || coalesce((SELECT string_agg(${PET_JSON}, ',' ORDER BY id) FROM page), '') || ']' AS json,
-    (SELECT count(*) FROM page)::int AS count,
-    (SELECT max(id) FROM page) AS last_id,
-    EXISTS (SELECT 1 FROM pets WHERE ${statusFilter} id > (SELECT max(id) FROM page)) AS has_more`
+    '[' || coalesce(string_agg(${PET_JSON}, ',' ORDER BY id) FILTER (WHERE position <= $2), '') || ']' AS json,
+    least(count(*), $2)::int AS count,
+    max(id) FILTER (WHERE position <= $2) AS last_id,
+    count(*) > $2 AS has_more
+  FROM (
+    SELECT id, name, category_id, status, row_number() OVER (ORDER BY id) AS position FROM pets
+    WHERE ${statusFilter} id > $1 ORDER BY id LIMIT $2 + 1
+  ) AS page`
 
 const PAGE_ALL = pageSql('')
 const PAGE_BY_STATUS = pageSql('status = $3 AND')

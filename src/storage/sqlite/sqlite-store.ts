@@ -26,16 +26,20 @@ const PET_JSON = `CASE WHEN status IS NULL
   THEN json_object('id', id, 'name', name, 'categoryId', category_id)
   ELSE json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status) END`
 
+/**
+ * One page and whether more follow, in one pass: the page's rows and one more, numbered.
+ * Looking one row past the page costs less than a second search of the index after it.
+ */
 const pageSql = (statusFilter: string): string => `
-  WITH page AS (
-    SELECT id, name, category_id, status FROM pets
-    WHERE ${statusFilter} id > @afterId ORDER BY id LIMIT @limit
-  )
   SELECT
-    coalesce((SELECT json_group_array(json(${PET_JSON}) ORDER BY id) FROM page), '[]') AS json,
-    (SELECT count(*) FROM page) AS count,
-    (SELECT max(id) FROM page) AS lastId,
-    EXISTS (SELECT 1 FROM pets WHERE ${statusFilter} id > (SELECT max(id) FROM page)) AS hasMore`
+    json_group_array(json(${PET_JSON}) ORDER BY id) FILTER (WHERE position <= @limit) AS json,
+    min(count(*), @limit) AS count,
+    max(id) FILTER (WHERE position <= @limit) AS lastId,
+    count(*) > @limit AS hasMore
+  FROM (
+    SELECT id, name, category_id, status, row_number() OVER (ORDER BY id) AS position FROM pets
+    WHERE ${statusFilter} id > @afterId ORDER BY id LIMIT @limit + 1
+  )`
 
 interface AccountDbRow { id: number, email: string, name: string | null, created_at: number }
 interface SessionDbRow { account_id: number, csrf_token: string, created_at: number, expires_at: number }
