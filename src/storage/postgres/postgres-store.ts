@@ -17,7 +17,7 @@ import {
 import { POSTGRES_MIGRATIONS } from './migrations.js'
 
 const DEFAULT_WRITE_BATCH = 256
-/** 5 parameters a row keeps a statement well under PostgreSQL's 65,535 parameters. */
+/** Rows per statement when seeding: each statement then carries a few hundred kilobytes. */
 const BULK_ROWS_PER_STATEMENT = 5000
 const CONNECT_TIMEOUT_MS = 3000
 const STATEMENT_TIMEOUT_MS = 5000
@@ -145,15 +145,31 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     }
   }
 
-  const insertBatch = (batch: PetWrite[]): Promise<Array<{ id: number }>> => transaction(async (client) => {
-    const firstId = await insertPets(client, batch.map((write) => write.pet))
-    for (const [index, { claim }] of batch.entries()) {
-      if (claim) {
-        await client.query('UPDATE idempotency_keys SET pet_id = $1 WHERE api_key_id = $2 AND idempotency_key = $3', [firstId + index, claim.apiKeyId, claim.key])
-      }
+  const onPool: Statement = async (config) => {
+    try {
+      return await pool.query(config)
+    } catch (error) {
+      throw isUnavailable(error) ? new StoreUnavailableError(error) : error
     }
+  }
+  const onClient = (client: pg.PoolClient): Statement => async (config) => await client.query(config)
+
+  /** A batch without idempotency keys is one statement; claimed keys are completed in the same transaction. */
+  const insertBatch = async (batch: PetWrite[]): Promise<Array<{ id: number }>> => {
+    const pets = batch.map((write) => write.pet)
+    const firstId = batch.every((write) => write.claim === undefined)
+      ? await insertPets(onPool, pets)
+      : await transaction(async (client) => {
+        const firstId = await insertPets(onClient(client), pets)
+        for (const [index, { claim }] of batch.entries()) {
+          if (claim) {
+            await client.query('UPDATE idempotency_keys SET pet_id = $1 WHERE api_key_id = $2 AND idempotency_key = $3', [firstId + index, claim.apiKeyId, claim.key])
+          }
+        }
+        return firstId
+      })
     return batch.map((_, index) => ({ id: firstId + index }))
-  })
+  }
   const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, options.writeBatchSize ?? DEFAULT_WRITE_BATCH)
   let closing: Promise<void> | undefined
 
@@ -164,7 +180,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
       insertMany: async (pets) => {
         await transaction(async (client) => {
           for (let start = 0; start < pets.length; start += BULK_ROWS_PER_STATEMENT) {
-            await insertPets(client, pets.slice(start, start + BULK_ROWS_PER_STATEMENT))
+            await insertPets(onClient(client), pets.slice(start, start + BULK_ROWS_PER_STATEMENT))
           }
         })
       },
@@ -331,23 +347,36 @@ async function warnAboutDurability (query: <Row extends pg.QueryResultRow>(text:
 }
 
 /**
- * Inserts the animals with consecutive ids and returns the first. Taking the ids from one
- * counter row serialises id assignment with commit order across every instance, so a reader
- * never sees id N+1 committed before id N: keyset pages never skip an animal that commits late.
+ * Inserts animals with consecutive ids and returns the first, in one statement. Taking the ids
+ * from one counter row serialises id assignment with commit order across every instance (the
+ * row stays locked until the transaction ends), so a reader never sees id N+1 committed before
+ * id N: keyset pages never skip an animal that commits late. Sent alone, the statement is its
+ * own transaction: a batch of creates costs one round trip. The columns come as four arrays,
+ * so the text never changes and each connection prepares it once.
  */
-async function insertPets (client: pg.PoolClient, pets: readonly NewPetRecord[]): Promise<number> {
-  const { rows } = await client.query<{ value: string }>(
-    "UPDATE counters SET value = value + $1 WHERE name = 'pet_ids' RETURNING value", [pets.length])
-  const firstId = Number(rows[0]?.value) - pets.length + 1
-  const now = Date.now()
-  const values: unknown[] = []
-  const tuples = pets.map((pet, index) => {
-    values.push(firstId + index, pet.name, pet.categoryId.toString(), pet.status ?? null, now)
-    const base = index * 5
-    return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4}, $${base + 5})`
+const INSERT_PETS = `
+  WITH taken AS (
+    UPDATE counters SET value = value + cardinality($1::text[]) WHERE name = 'pet_ids'
+    RETURNING value - cardinality($1::text[]) AS last_id_before
+  ), inserted AS (
+    INSERT INTO pets (id, name, category_id, status, created_at)
+    SELECT taken.last_id_before + pet.position, pet.name, pet.category_id, pet.status, $4
+    FROM taken, unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS pet (name, category_id, status, position)
+    RETURNING 1
+  )
+  SELECT last_id_before + 1 AS first_id, (SELECT count(*) FROM inserted)::int AS inserted FROM taken`
+
+type Statement = (config: { name: string, text: string, values: unknown[] }) => Promise<pg.QueryResult>
+
+async function insertPets (run: Statement, pets: readonly NewPetRecord[]): Promise<number> {
+  const { rows: [row] } = await run({
+    name: 'insert-pets',
+    text: INSERT_PETS,
+    values: [pets.map((pet) => pet.name), pets.map((pet) => pet.categoryId.toString()), pets.map((pet) => pet.status ?? null), Date.now()]
   })
-  await client.query(`INSERT INTO pets (id, name, category_id, status, created_at) VALUES ${tuples.join(', ')}`, values)
-  return firstId
+  const { first_id: firstId, inserted } = (row ?? {}) as { first_id?: string, inserted?: number }
+  if (firstId === undefined || inserted !== pets.length) throw new Error(`inserting ${pets.length} animals inserted ${String(inserted)}`)
+  return Number(firstId)
 }
 
 type Transaction = <T>(work: (client: pg.PoolClient) => Promise<T>) => Promise<T>
