@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import type pg from 'pg'
 import { decideClaim } from '../../core/idempotency.js'
 import type { NewPetRecord } from '../../core/pets.js'
+import { BatchedLookup } from '../batched-lookup.js'
 import { GroupCommit } from '../group-commit.js'
 import {
   DuplicateEmailError,
@@ -19,6 +20,8 @@ import { POSTGRES_MIGRATIONS } from './migrations.js'
 const DEFAULT_WRITE_BATCH = 256
 /** Rows per statement when seeding: each statement then carries a few hundred kilobytes. */
 const BULK_ROWS_PER_STATEMENT = 5000
+/** Animals read by one query when many are asked for at once (random reads of a large catalogue). */
+const MAX_IDS_PER_LOOKUP = 500
 const CONNECT_TIMEOUT_MS = 3000
 const STATEMENT_TIMEOUT_MS = 5000
 
@@ -116,9 +119,10 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
   // An idle connection dropped by the server must not take the process down.
   pool.on('error', options.onError)
 
-  async function query<Row extends pg.QueryResultRow> (text: string, values: unknown[] = []): Promise<Row[]> {
+  /** `name` prepares the statement once on each connection. */
+  async function query<Row extends pg.QueryResultRow> (text: string, values: unknown[] = [], name?: string): Promise<Row[]> {
     try {
-      return (await pool.query<Row>(text, values)).rows
+      return (await pool.query<Row>({ text, values, name })).rows
     } catch (error) {
       throw isUnavailable(error) ? new StoreUnavailableError(error) : error
     }
@@ -171,6 +175,10 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     return batch.map((_, index) => ({ id: firstId + index }))
   }
   const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, options.writeBatchSize ?? DEFAULT_WRITE_BATCH)
+  const petsById = new BatchedLookup<number, string>(async (ids) => {
+    const rows = await query<{ id: string, json: string }>(`SELECT id, ${PET_JSON} AS json FROM pets WHERE id = ANY ($1::bigint[])`, [ids], 'pets-by-id')
+    return new Map(rows.map((row) => [Number(row.id), row.json]))
+  }, MAX_IDS_PER_LOOKUP)
   let closing: Promise<void> | undefined
 
   return {
@@ -184,7 +192,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
           }
         })
       },
-      findJsonById: async (id) => (await query<{ json: string }>(`SELECT ${PET_JSON} AS json FROM pets WHERE id = $1`, [id]))[0]?.json,
+      findJsonById: async (id) => await petsById.get(id),
       listPage: async ({ status, afterId, limit }) => {
         const [row] = status === undefined
           ? await query<{ json: string, count: number, last_id: string | null, has_more: boolean }>(PAGE_ALL, [afterId, limit])
