@@ -11,7 +11,7 @@ import { MAX_BODY_BYTES, registerJsonBodyParser } from './http/plugins/json-body
 import { registerMetrics } from './http/plugins/metrics.js'
 import { registerOpenApi } from './http/plugins/openapi.js'
 import { commonHeaders, registerRequestContext, requestIdOf } from './http/plugins/request-context.js'
-import { registerCors, registerLoadShedding, registerRateLimit } from './http/plugins/protection.js'
+import { registerCors, registerDrainRefusal, registerLoadShedding, registerRateLimit } from './http/plugins/protection.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
@@ -80,7 +80,8 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
       reply.headers(commonHeaders(request.id))
       answer().catch((failure: Error) => sendError(reply, toApiError(failure, request)))
     },
-    return503OnClosing: true,
+    // Refused by registerDrainRefusal instead, in the API's error shape.
+    return503OnClosing: false,
     // X-Forwarded-* are believed only from the proxies TRUST_PROXY names (request.ip, request.protocol, request.host).
     ...(config.trustProxy.length > 0 && { trustProxy: config.trustProxy }),
     serverFactory: (handler) => {
@@ -117,7 +118,8 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
   registerRequestContext(app)
   registerErrorHandling(app)
   if (config.metricsEnabled) await registerMetrics(app, { metrics, token: config.metricsToken })
-  // Order of the onRequest hooks: shed load, answer CORS preflights, authenticate, then count against the key's limit.
+  // Order of the onRequest hooks: refuse while shutting down, shed load, answer CORS preflights, authenticate, then count against the key's limit.
+  registerDrainRefusal(app)
   await registerLoadShedding(app, config.loadShedEventLoopDelayMs)
   await registerCors(app, config.corsOrigins)
   registerAuth(app, verifier)

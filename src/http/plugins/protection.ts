@@ -10,6 +10,19 @@ const POLICY = '"per-key"'
 const WARM_UP_MS = 2000
 
 /**
+ * Requests that reach the server while it shuts down (on connections kept alive, or sent
+ * behind one still being answered) get 503 and Retry-After in the API's error shape, before
+ * anything else: Fastify's own answer for them (return503OnClosing) has a body of its own.
+ */
+export function registerDrainRefusal (app: FastifyInstance): void {
+  let closing = false
+  app.addHook('preClose', async () => { closing = true })
+  app.addHook('onRequest', async (_request, reply) => {
+    if (closing) sendError(reply, new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' }))
+  })
+}
+
+/**
  * Sheds load with 503 and Retry-After while the event loop lags, so latency stays
  * bounded instead of every request queueing behind the backlog.
  */
