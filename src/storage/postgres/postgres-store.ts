@@ -119,13 +119,17 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
   // An idle connection dropped by the server must not take the process down.
   pool.on('error', options.onError)
 
-  /** `name` prepares the statement once on each connection. */
-  async function query<Row extends pg.QueryResultRow> (text: string, values: unknown[] = [], name?: string): Promise<Row[]> {
+  /** A statement on a pooled connection; `name` prepares it once on each connection. */
+  const onPool = async <Row extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<Row>> => {
     try {
-      return (await pool.query<Row>({ text, values, name })).rows
+      return await pool.query<Row>(config)
     } catch (error) {
       throw isUnavailable(error) ? new StoreUnavailableError(error) : error
     }
+  }
+
+  async function query<Row extends pg.QueryResultRow> (text: string, values: unknown[] = [], name?: string): Promise<Row[]> {
+    return (await onPool<Row>({ text, values, name })).rows
   }
 
   async function transaction<T> (work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -149,13 +153,6 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     }
   }
 
-  const onPool: Statement = async (config) => {
-    try {
-      return await pool.query(config)
-    } catch (error) {
-      throw isUnavailable(error) ? new StoreUnavailableError(error) : error
-    }
-  }
   const onClient = (client: pg.PoolClient): Statement => async (config) => await client.query(config)
 
   /** A batch without idempotency keys is one statement; claimed keys are completed in the same transaction. */
