@@ -1,0 +1,109 @@
+/**
+ * npm run bench:instructions: what one request costs in CPU instructions, counted by valgrind's
+ * callgrind (Debian package `valgrind`) rather than timed. The count does not depend on what else
+ * the machine is doing, so it compares two versions of the code, or the service with the ceiling,
+ * on a busy host where timings cannot. It counts the process's own instructions (JavaScript,
+ * V8, Node, libuv, SQLite), not the kernel's (socket reads and writes).
+ *
+ * Each contender runs twice under callgrind: start-up, a warm-up of WARM_UP requests (caches
+ * filled, code optimised), then FEW or MANY requests; the difference of the two totals divided by
+ * MANY - FEW is the cost of one request, start-up and warm-up cancelled out. Repeated runs agree
+ * within about 1 %.
+ */
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { Agent, request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { seededSqlite } from './datasets.js'
+import { freePort, root } from './support.js'
+
+const ANIMALS = 10_000
+// Every animal of the catalogue asked for once before counting: the counted requests all hit the cache.
+const WARM_UP = 12_000
+const FEW = 2000
+const MANY = 12_000
+const CONNECTIONS = 8
+
+interface Workload { name: string, path: (i: number) => string }
+const WORKLOADS: Workload[] = [
+  { name: 'GET /v1/pets?limit=20', path: () => '/v1/pets?limit=20' },
+  // Ids spread over the catalogue, as the random-id benchmark asks for them.
+  { name: 'GET /v1/pets/{id}', path: (i) => `/v1/pets/${1 + ((i * 7919) % ANIMALS)}` }
+]
+
+/** `count` requests over CONNECTIONS keep-alive connections; every answer must be a 200. */
+async function send (port: number, key: string, workload: Workload, count: number): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
+  let next = 0
+  const one = async (path: string): Promise<void> => await new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path, agent, headers: { authorization: `Bearer ${key}` } }, (response) => {
+      response.resume()
+      response.on('end', () => { response.statusCode === 200 ? resolve() : reject(new Error(`${path}: ${response.statusCode}`)) })
+    }).on('error', reject).end()
+  })
+  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+    while (next < count) await one(workload.path(next++))
+  }))
+  agent.destroy()
+}
+
+/** Total instructions of one process: start-up, the warm-up and `count` requests, until it exits. */
+async function countInstructions (command: string[], env: Record<string, string>, key: string, workload: Workload, count: number, dir: string): Promise<number> {
+  const port = await freePort()
+  const out = join(dir, `callgrind-${port}.out`)
+  const child = spawn('valgrind', ['--tool=callgrind', '--vgdb=no', `--callgrind-out-file=${out}`, ...command], {
+    env: { ...process.env, ...env, HOST: '127.0.0.1', PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'ignore']
+  })
+  const exited = once(child, 'exit')
+  for (let tries = 0; ; tries++) {
+    try {
+      await send(port, key, { name: 'ready', path: () => '/v1/pets?limit=1' }, 1)
+      break
+    } catch (error) {
+      if (tries > 600) throw error
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+  await send(port, key, workload, WARM_UP)
+  await send(port, key, workload, count)
+  child.kill('SIGTERM')
+  await exited
+  const total = /^(?:summary|totals):\s+(\d+)/m.exec(readFileSync(out, 'utf8'))?.[1]
+  if (total === undefined) throw new Error(`no instruction total in ${out}`)
+  return Number(total)
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'animal-store-instructions-'))
+try {
+  const seeded = await seededSqlite(join(dir, 'seeded.sqlite'), ANIMALS)
+  const contenders: Array<{ name: string, command: () => string[], env: Record<string, string> }> = [
+    { name: 'ceiling (bare node:http)', command: () => ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: seeded.key } },
+    {
+      name: 'animal-store SQLite',
+      command: () => ['node', '--max-semi-space-size=4', join(root, 'dist', 'cli', 'main.js'), 'serve'],
+      env: { LOG_LEVEL: 'warn', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
+    }
+  ]
+  console.log(`Instructions per request (callgrind; ${FEW} and ${MANY} requests after ${WARM_UP} of warm-up, ${CONNECTIONS} connections, ${ANIMALS} animals)\n`)
+  for (const workload of WORKLOADS) {
+    const perRequest: number[] = []
+    for (const contender of contenders) {
+      const totals: number[] = []
+      for (const count of [FEW, MANY]) {
+        const copy = join(dir, `copy-${count}.sqlite`)
+        copyFileSync(seeded.path, copy)
+        totals.push(await countInstructions(contender.command(), { ...contender.env, DATABASE_URL: `sqlite:${copy}` }, seeded.key, workload, count, dir))
+      }
+      const [few = NaN, many = NaN] = totals
+      perRequest.push((many - few) / (MANY - FEW))
+      console.log(`${workload.name.padEnd(24)} ${contender.name.padEnd(26)} ${Math.round((many - few) / (MANY - FEW)).toLocaleString('en').padStart(8)}`)
+    }
+    const [ceiling = NaN, service = NaN] = perRequest
+    console.log(`${workload.name.padEnd(24)} ${'ceiling / service'.padEnd(26)} ${(ceiling / service).toFixed(2).padStart(8)}\n`)
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
