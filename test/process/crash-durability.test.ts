@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import Database from 'better-sqlite3'
@@ -8,6 +7,7 @@ import { runCrashTrials, type CrashFigures } from '../helpers/crash-trials.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 import { dbFile, seedApiKey } from '../helpers/server-process.js'
 import { cliEnv, runCli } from '../helpers/spawn-cli.js'
+import { canPin } from '../helpers/taskset.js'
 
 // npm test runs 10 trials; npm run reliability sets CRASH_TRIALS=50.
 const TRIALS = Number(process.env.CRASH_TRIALS ?? 10)
@@ -30,15 +30,6 @@ function report (t: TestContext, engine: string, clients: number, figures: Crash
   const { pets: _pets, ...totals } = figures
   t.diagnostic(`crash-figures ${JSON.stringify({ engine, clients, oneCore, rows, ...totals })}`)
 }
-
-const tasksetWorks = ((): boolean => {
-  try {
-    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-})()
 
 /**
  * SIGKILL trials on a SQLite file; `clients` decides how large the group-committed batches get,
@@ -88,7 +79,7 @@ describe('crash durability', () => {
   })
 
   test(`every create acknowledged with 201 survives SIGKILL at a random moment under ${CLIENTS} clients on SQLite pinned to one core (${TRIALS} trials), and integrity_check is ok`,
-    { timeout: TIMEOUT_MS, skip: !tasksetWorks && 'taskset (util-linux) is not installed' }, async (t) => {
+    { timeout: TIMEOUT_MS, skip: !canPin && 'taskset (util-linux) is not installed' }, async (t) => {
       await sqliteTrials(t, CLIENTS, true)
     })
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { mkdirSync, symlinkSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
@@ -10,16 +10,9 @@ import { loadConfig } from '../../src/config.js'
 import { openStore } from '../../src/storage/open-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../helpers/build-app.js'
+import { canPin } from '../helpers/taskset.js'
 
 const run = promisify(execFile)
-function hasTaskset (): boolean {
-  try {
-    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
 
 // synchronous is a setting of the store's own connection; the store reads it back at open and
 // refuses to run with anything but the configured value, so opening and writing is the check.
@@ -90,7 +83,7 @@ for (const largeBatchesSyncOnLoop of [true, false]) {
   })
 }
 
-test('large batches are synced on the event loop only in a process pinned to one core', { skip: !hasTaskset() && 'taskset (util-linux) is not installed' }, async () => {
+test('large batches are synced on the event loop only in a process pinned to one core', { skip: !canPin && 'taskset (util-linux) is not installed' }, async () => {
   const placement = async (cores: string): Promise<string> => {
     const { stdout } = await run('taskset', ['-c', cores, process.execPath, '--import', 'tsx', '--input-type=module', '-e',
       "import { syncsLargeBatchesOnLoop } from './src/storage/sqlite/pet-writes.ts'; console.log(syncsLargeBatchesOnLoop())"])
