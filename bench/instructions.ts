@@ -8,7 +8,7 @@
  * Each contender runs twice under callgrind: start-up, a warm-up of WARM_UP requests (caches
  * filled, code optimised), then FEW or MANY requests; the difference of the two totals divided by
  * MANY - FEW is the cost of one request, start-up and warm-up cancelled out. Repeated runs agree
- * within about 1 %.
+ * within about 2 % (background compilation and garbage collection land in either run).
  */
 import { spawn } from 'node:child_process'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
