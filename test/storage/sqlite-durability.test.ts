@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process'
 import { mkdirSync, symlinkSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
 import { loadConfig } from '../../src/config.js'
@@ -13,6 +14,7 @@ import { tempDir } from '../helpers/build-app.js'
 import { canPin } from '../helpers/taskset.js'
 
 const run = promisify(execFile)
+const PET_WRITES_MODULE = pathToFileURL(join(import.meta.dirname, '../../src/storage/sqlite/pet-writes.ts')).href
 
 // synchronous is a setting of the store's own connection; the store reads it back at open and
 // refuses to run with anything but the configured value, so opening and writing is the check.
@@ -86,7 +88,7 @@ for (const largeBatchesSyncOnLoop of [true, false]) {
 test('large batches are synced on the event loop only in a process pinned to one core', { skip: !canPin && 'taskset (util-linux) is not installed' }, async () => {
   const placement = async (cores: string): Promise<string> => {
     const { stdout } = await run('taskset', ['-c', cores, process.execPath, '--import', 'tsx', '--input-type=module', '-e',
-      "import { syncsLargeBatchesOnLoop } from './src/storage/sqlite/pet-writes.ts'; console.log(syncsLargeBatchesOnLoop())"])
+      `import { syncsLargeBatchesOnLoop } from '${PET_WRITES_MODULE}'; console.log(syncsLargeBatchesOnLoop())`])
     return stdout.trim()
   }
   assert.equal(await placement('0'), 'true')

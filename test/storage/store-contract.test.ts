@@ -75,7 +75,7 @@ for (const engine of ENGINES) {
     test('concurrent findJsonById calls, present and absent ids and the same id twice, each get their own animal', async (t) => {
       const store = await openStore(t)
       if (!store) return
-      for (let i = 1; i <= 600; i++) await store.pets.insert({ name: `pet ${i}`, categoryId: i })
+      await store.pets.insertMany(Array.from({ length: 600 }, (_, index) => ({ name: `pet ${index + 1}`, categoryId: index + 1 })))
       const ids = [...Array.from({ length: 700 }, (_, index) => 700 - index), 5, 5, 9007199254740991]
       const found = await Promise.all(ids.map(async (id) => await store.pets.findJsonById(id)))
       for (const [index, id] of ids.entries()) {

@@ -33,7 +33,7 @@ const SYNC_ON_LOOP_MIN_BATCH = 32
  * Whether large batches are synced on the event loop: only when the process may run on one
  * core alone (one CPU, or pinned to one). With a core to spare, every sync waits for the disk
  * on libuv's thread pool and the loop goes on parsing the next creates: side by side on two
- * cores, 64 clients created about 40 % faster than with large batches synced on the loop,
+ * cores, 64 clients created about 30 % faster than with large batches synced on the loop,
  * while on one core they created about 5 % slower.
  */
 export const syncsLargeBatchesOnLoop = (): boolean => availableParallelism() === 1
