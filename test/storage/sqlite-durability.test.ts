@@ -14,7 +14,9 @@ import { tempDir } from '../helpers/build-app.js'
 import { canPin } from '../helpers/taskset.js'
 
 const run = promisify(execFile)
-const PET_WRITES_MODULE = pathToFileURL(join(import.meta.dirname, '../../src/storage/sqlite/pet-writes.ts')).href
+// The child resolves tsx from the checkout, wherever the tests were started.
+const ROOT = join(import.meta.dirname, '..', '..')
+const PET_WRITES_MODULE = pathToFileURL(join(ROOT, 'src', 'storage', 'sqlite', 'pet-writes.ts')).href
 
 // synchronous is a setting of the store's own connection; the store reads it back at open and
 // refuses to run with anything but the configured value, so opening and writing is the check.
@@ -88,7 +90,7 @@ for (const largeBatchesSyncOnLoop of [true, false]) {
 test('large batches are synced on the event loop only in a process pinned to one core', { skip: !canPin && 'taskset (util-linux) is not installed' }, async () => {
   const placement = async (cores: string): Promise<string> => {
     const { stdout } = await run('taskset', ['-c', cores, process.execPath, '--import', 'tsx', '--input-type=module', '-e',
-      `import { syncsLargeBatchesOnLoop } from '${PET_WRITES_MODULE}'; console.log(syncsLargeBatchesOnLoop())`])
+      `import { syncsLargeBatchesOnLoop } from '${PET_WRITES_MODULE}'; console.log(syncsLargeBatchesOnLoop())`], { cwd: ROOT })
     return stdout.trim()
   }
   assert.equal(await placement('0'), 'true')
