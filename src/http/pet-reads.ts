@@ -26,6 +26,9 @@ export interface ReadAnswer {
 
 const PET_HEADERS: readonly string[] = ['content-type', JSON_TYPE, ...Object.entries(deprecationHeaders()).flat()]
 
+const petAnswer = (body: string): ReadAnswer =>
+  ({ statusCode: 200, headers: [...PET_HEADERS, 'content-length', String(Buffer.byteLength(body))], body })
+
 /**
  * The two read operations once their input is valid: listPets and getPet. Both the Fastify
  * routes and the hot read path answer through here, so they cannot drift apart.
@@ -41,9 +44,41 @@ export class PetReads {
   ) {}
 
   /** Throws the 400 ApiError for a cursor this service did not issue, or issued for another status. */
-  async listPets ({ limit, status, cursor, ifNoneMatch }: ListPetsRequest): Promise<ReadAnswer> {
+  async listPets (request: ListPetsRequest): Promise<ReadAnswer> {
+    const { limit, status, cursor } = request
     const afterId = cursor === undefined ? 0 : this.positionOf(cursor, status)
-    const page = await this.catalog.listPage({ status, afterId, limit })
+    return this.pageAnswer(await this.catalog.listPage({ status, afterId, limit }), request)
+  }
+
+  /** The answer when its page is cached, without waiting; undefined means "ask listPets()", which also judges the cursor. */
+  cachedListPets (request: ListPetsRequest): ReadAnswer | undefined {
+    const { limit, status, cursor } = request
+    let afterId = 0
+    if (cursor !== undefined) {
+      try {
+        afterId = this.positionOf(cursor, status)
+      } catch {
+        return undefined
+      }
+    }
+    const page = this.catalog.cachedPage({ status, afterId, limit })
+    return page === undefined ? undefined : this.pageAnswer(page, request)
+  }
+
+  /** The animal, or undefined when no animal has that id. */
+  async getPet (petId: number): Promise<ReadAnswer | undefined> {
+    // Ids are assigned from 1 upwards and stay far below 2^53: a larger id cannot exist.
+    const body = Number.isSafeInteger(petId) ? await this.catalog.findById(petId) : undefined
+    return body === undefined ? undefined : petAnswer(body)
+  }
+
+  /** The animal when it is cached, without waiting; undefined means "ask getPet()". */
+  cachedPet (petId: number): ReadAnswer | undefined {
+    const body = this.catalog.cachedById(petId)
+    return body === undefined ? undefined : petAnswer(body)
+  }
+
+  private pageAnswer (page: CatalogPage, { limit, status, ifNoneMatch }: ListPetsRequest): ReadAnswer {
     let headers = this.pageHeaders.get(page)
     if (headers === undefined) {
       headers = this.headersOf(page, { limit, status })
@@ -51,13 +86,6 @@ export class PetReads {
     }
     if (page.etag !== undefined && ifNoneMatchHits(ifNoneMatch, page.etag)) return { statusCode: 304, headers: headers.notModified, body: undefined }
     return { statusCode: 200, headers: headers.ok, body: page.body }
-  }
-
-  /** The animal, or undefined when no animal has that id. */
-  async getPet (petId: number): Promise<ReadAnswer | undefined> {
-    // Ids are assigned from 1 upwards and stay far below 2^53: a larger id cannot exist.
-    const body = Number.isSafeInteger(petId) ? await this.catalog.findById(petId) : undefined
-    return body === undefined ? undefined : { statusCode: 200, headers: [...PET_HEADERS, 'content-length', String(Buffer.byteLength(body))], body }
   }
 
   private headersOf (page: CatalogPage, { limit, status }: { limit: number, status: PetStatus | undefined }): { ok: readonly string[], notModified: readonly string[] } {

@@ -30,3 +30,34 @@ test('concurrent misses of a full page share one query; of a tail page, they do 
   assert.equal(queries, 2, 'a short page is read again for each request')
   assert.deepEqual(tails.map((page) => page.count), [5, 5])
 })
+
+test('answers from the cache without waiting only what it would answer unchecked', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-catalog-'))
+  const store = openSqliteStore(join(dir, 'catalog.sqlite'))
+  t.after(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
+  await store.migrate()
+  await store.pets.insertMany(Array.from({ length: 40 }, (_, i) => ({ name: `animal ${i + 1}`, categoryId: 1, status: 'available' as const })))
+  const catalog = new PetCatalog(store.pets)
+  const page = (afterId: number) => ({ status: undefined, afterId, limit: 20 })
+
+  assert.equal(catalog.cachedById(1), undefined, 'not read yet')
+  assert.equal(catalog.cachedById(41), undefined, 'no such animal')
+  const pet = await catalog.findById(1)
+  assert.equal(catalog.cachedById(1), pet)
+  assert.equal(await catalog.findById(41), undefined)
+  assert.equal(catalog.cachedById(41), undefined, 'a missing animal is not cached')
+
+  assert.equal(catalog.cachedPage(page(0)), undefined)
+  const first = await catalog.listPage(page(0))
+  assert.equal(catalog.cachedPage(page(0)), first, 'a full page with a successor')
+
+  // The last full page: cached, but until an animal follows it, every read asks the database.
+  const last = await catalog.listPage(page(20))
+  assert.equal(last.count, 20)
+  assert.equal(last.hasMore, false)
+  assert.equal(catalog.cachedPage(page(20)), undefined)
+  await store.pets.insert({ name: 'animal 41', categoryId: 1, status: 'available' }, undefined)
+  const grown = await catalog.listPage(page(20))
+  assert.equal(grown.hasMore, true)
+  assert.equal(catalog.cachedPage(page(20)), grown)
+})

@@ -25,6 +25,11 @@ const PAGE_OVERHEAD_BYTES = 900
 const PET_CACHE_BYTES = 3 * 1024 * 1024
 const PET_OVERHEAD_BYTES = 180
 
+const pageKey = ({ status, afterId, limit }: ListPetsQuery): string => `${status ?? ''}:${afterId}:${limit}`
+
+/** A cached full page without a known successor is re-checked before it is answered (see below). */
+const needsRecheck = (page: CatalogPage): page is CatalogPage & { lastId: number } => !page.hasMore && page.lastId !== undefined
+
 /**
  * Reads of the animal catalogue, cached.
  *
@@ -53,6 +58,11 @@ export class PetCatalog {
     return this.repository.insert(pet, claim)
   }
 
+  /** The animal as JSON when it is cached; undefined says nothing about whether it exists. */
+  cachedById (id: number): string | undefined {
+    return this.pets.get(String(id))
+  }
+
   /** The animal as JSON, or undefined when no animal has that id. */
   async findById (id: number): Promise<string | undefined> {
     const key = String(id)
@@ -63,11 +73,17 @@ export class PetCatalog {
     return json
   }
 
+  /** The page when it is cached and needs no re-check; undefined means "ask listPage()". */
+  cachedPage (query: ListPetsQuery): CatalogPage | undefined {
+    const cached = this.pages.get(pageKey(query))
+    return cached !== undefined && !needsRecheck(cached) ? cached : undefined
+  }
+
   async listPage (query: ListPetsQuery): Promise<CatalogPage> {
-    const key = `${query.status ?? ''}:${query.afterId}:${query.limit}`
+    const key = pageKey(query)
     const cached = this.pages.get(key)
     if (cached !== undefined) {
-      if (cached.hasMore || cached.lastId === undefined) return cached
+      if (!needsRecheck(cached)) return cached
       if (!await this.repository.existsAfter(query.status, cached.lastId)) return cached
       const grown = { ...cached, hasMore: true }
       this.pages.set(key, grown)
