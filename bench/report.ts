@@ -27,10 +27,12 @@ export function writeReport (input: ReportInput): void {
   const fixed = (value: number, digits = 2): string => Number.isFinite(value) ? value.toFixed(digits) : 'n/a'
 
   /** Each round's ratio of two contenders' rates: runs of one round are seconds apart, rounds minutes. */
-  const roundRatios = (contender: string, other: string, workload: WorkloadName, otherWorkload = workload): number[] => {
+  const roundRatios = (contender: string, other: string, workload: WorkloadName, otherWorkload = workload, field: 'rps' | 'p99Ms' = 'rps'): number[] => {
     const theirs = runs(other, otherWorkload)
-    return runs(contender, workload).map((run, index) => run.rps / (theirs[index]?.rps ?? NaN)).filter(Number.isFinite)
+    return runs(contender, workload).map((run, index) => run[field] / (theirs[index]?.[field] ?? NaN)).filter(Number.isFinite)
   }
+  /** The deep walk's p99 against the same walk on the small catalogue, paired round by round like every rate. */
+  const walkP99Ratios = roundRatios(large(sqlite), sqlite, 'status', 'status', 'p99Ms')
   const pairedRatio = (contender: string, other: string, workload: WorkloadName, otherWorkload = workload): number =>
     median(roundRatios(contender, other, workload, otherWorkload))
   // The mixed workload is compared with the ceiling's read rate, which the ceiling's mixed runs measure.
@@ -44,7 +46,7 @@ export function writeReport (input: ReportInput): void {
   const targets: Array<[string, string, boolean]> = [
     ['1. `GET /v1/pets?limit=20`, 10,000 animals: ≥ 0.60× ceiling', `${fixed(ratio(sqlite, 'list'))}×`, ratio(sqlite, 'list') >= 0.6],
     [`2. status filter following next links, ${input.large.toLocaleString('en')} animals: ≥ 0.50× ceiling`, `${fixed(ratio(large(sqlite), 'status'))}×`, ratio(large(sqlite), 'status') >= 0.5],
-    ['2. … p99 within 1.2× of the same on 10,000 animals', `${fixed(of(large(sqlite), 'status', 'p99Ms'))} ms vs ${fixed(of(sqlite, 'status', 'p99Ms'))} ms (${fixed(of(large(sqlite), 'status', 'p99Ms') / of(sqlite, 'status', 'p99Ms'))}×)`, of(large(sqlite), 'status', 'p99Ms') <= 1.2 * of(sqlite, 'status', 'p99Ms')],
+    ['2. … p99 within 1.2× of the same on 10,000 animals', `${fixed(median(walkP99Ratios))}× (medians ${fixed(of(large(sqlite), 'status', 'p99Ms'))} ms vs ${fixed(of(sqlite, 'status', 'p99Ms'))} ms)`, median(walkP99Ratios) <= 1.2],
     ['3. `GET /v1/pets/{random id}`: ≥ 0.65× ceiling', `${fixed(ratio(sqlite, 'get'))}×`, ratio(sqlite, 'get') >= 0.65],
     ['4. durable creates: ≥ 10× one transaction per create', `${fixed(pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post'), 2)}×`, pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post') >= 10],
     ['4. … and ≥ 0.8× the rate with durability off', `${fixed(pairedRatio(sqlite, `${sqlite}, durability off`, 'post'))}×`, pairedRatio(sqlite, `${sqlite}, durability off`, 'post') >= 0.8],
@@ -68,7 +70,7 @@ export function writeReport (input: ReportInput): void {
     '',
     '## Every measurement',
     '',
-    'Medians over the rounds; × ceiling is the median of each round\'s ratio to the ceiling. The ceiling creates nothing: its row under the mixed load is its `GET /v1/pets?limit=20` rate, measured in the same round as the mixed runs.',
+    'Medians over the rounds; × ceiling is the median of each round\'s ratio to the ceiling, and every other ratio (the deep walk\'s p99 included) is a median of ratios within rounds too. The ceiling creates nothing: its row under the mixed load is its `GET /v1/pets?limit=20` rate, measured in the same round as the mixed runs.',
     '',
     '| workload | contender | req/s | × ceiling | p50 | p99 | peak RSS | non-2xx / errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|'
@@ -94,6 +96,7 @@ export function writeReport (input: ReportInput): void {
     '',
     '## Notes',
     '',
+    `- Deep walk p99 on ${input.large.toLocaleString('en')} animals against 10,000, round by round: ${walkP99Ratios.map((value) => fixed(value)).join(', ')}×.`,
     `- Group commit, round by round: ${roundRatios(sqlite, `${sqlite}, one transaction per create`, 'post').map((value) => fixed(value)).join(', ')}× one transaction per create; ${roundRatios(sqlite, `${sqlite}, durability off`, 'post').map((value) => fixed(value)).join(', ')}× the rate with durability off.`,
     `- Cost of metrics (throughput lost with METRICS_ENABLED=true against false, same run; negative means the metrics run was faster, i.e. noise): ${costs.join('; ')}.`,
     `- More cores (WEB_CONCURRENCY, server and wrk unpinned on this ${input.machine} machine): list ${fixed(pairedRatio(two, one, 'list'))}× and creates ${fixed(pairedRatio(two, one, 'post'))}× from 1 to 2 workers. wrk needs a core of its own, so two workers here share two cores with the load generator.`,

@@ -96,13 +96,16 @@ async function main (): Promise<void> {
     const service = (env: Record<string, string>): { argv: string[], env: Record<string, string> } =>
       ({ argv: ['node', ...SERVICE_NODE_FLAGS, CLI, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL, ...env } })
 
+    // In the order they take turns: the ratios of the targets compare neighbours (the service with the
+    // ceiling before it, the 1,000,000-animal walk with the 10,000-animal one, durable creates with the
+    // two variants after them), measured seconds apart.
     const contenders: Contender[] = [
       { name: CEILING, animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => ({ argv: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: small.key } }) },
       { name: 'animal-store SQLite', animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }) },
       { name: 'animal-store SQLite, one transaction per create', animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, WRITE_BATCH_SIZE: '1' }) },
       { name: 'animal-store SQLite, durability off', animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, SQLITE_SYNCHRONOUS: 'off' }) },
-      { name: 'animal-store SQLite, metrics off', animals: SMALL, workloads: ['list', 'status', 'get', 'post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, METRICS_ENABLED: 'false' }) },
       { name: `animal-store SQLite, ${LARGE.toLocaleString('en')} animals`, animals: LARGE, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: large.key, timeStartup: true, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(large.path)}` }) },
+      { name: 'animal-store SQLite, metrics off', animals: SMALL, workloads: ['list', 'status', 'get', 'post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, METRICS_ENABLED: 'false' }) },
       ...(postgresSmall === undefined
         ? []
         : [{ name: 'animal-store PostgreSQL', animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'] as WorkloadName[], pinned: true, paths: OUR_PATHS, key: postgresSmall.key, command: () => service({ DATABASE_URL: postgresSmall.url }) }]),
