@@ -77,9 +77,17 @@ export class HotReads implements HotPath {
     const key = gate.verifiedKeyOf(request)
     if (key === undefined) return false
     const started = performance.now()
+    const handOn = (): void => { framework(request, response) }
     const cached = this.cachedAnswer(read, request)
-    if (cached !== undefined) this.respond(read, request, response, key, cached, started)
-    else this.answer(read, request, response, key, started).catch(() => { framework(request, response) })
+    if (cached === undefined) {
+      this.answer(read, request, response, key, started).catch(handOn)
+      return true
+    }
+    try {
+      this.respond(read, request, response, key, cached, started)
+    } catch {
+      handOn()
+    }
     return true
   }
 
