@@ -51,3 +51,12 @@ test('makes room for a large entry by evicting as many old ones as it takes', ()
   assert.equal(cache.get('e'), 'xx')
   assert.equal(cache.size, 2)
 })
+
+test('tells whether a value fits without evicting anything', () => {
+  const cache = new LruCache<string>(10, (value) => value.length)
+  cache.set('a', 'xxxxxx')
+  assert.equal(cache.hasRoomFor('xxxx'), true)
+  assert.equal(cache.hasRoomFor('xxxxx'), false)
+  cache.set('b', 'xxxx')
+  assert.equal(cache.hasRoomFor('x'), false)
+})

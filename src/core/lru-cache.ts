@@ -50,6 +50,11 @@ export class LruCache<V> {
     return this.entries.size
   }
 
+  /** Whether the value can be added without evicting anything. */
+  hasRoomFor (value: V): boolean {
+    return this.totalSize + this.sizeOf(value) <= this.maxSize
+  }
+
   /** The entry just added is spared like a marked one: it must not make room for itself. */
   private evictOrSpareOldest (added: Entry<V>): void {
     const oldest = this.entries.entries().next().value

@@ -61,3 +61,25 @@ test('answers from the cache without waiting only what it would answer unchecked
   assert.equal(grown.hasMore, true)
   assert.equal(catalog.cachedPage(page(20)), grown)
 })
+
+test('a full animal cache takes an animal in on its second read, not its first', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-catalog-'))
+  const store = openSqliteStore(join(dir, 'catalog.sqlite'))
+  t.after(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
+  await store.migrate()
+  await store.pets.insertMany(Array.from({ length: 20_000 }, (_, i) => ({ name: `animal ${i + 1}`, categoryId: 1, status: 'available' as const })))
+  const catalog = new PetCatalog(store.pets)
+
+  let id = 1
+  for (; id <= 20_000; id++) {
+    await catalog.findById(id)
+    if (catalog.cachedById(id) === undefined) break
+  }
+  assert.ok(id > 1000 && id < 20_000, `every animal up to the one that would not fit is cached (${id})`)
+  const firstLeftOut = id
+  assert.ok(catalog.cachedById(firstLeftOut - 1) !== undefined)
+  assert.equal(await catalog.findById(firstLeftOut + 1), JSON.stringify({ id: firstLeftOut + 1, name: `animal ${firstLeftOut + 1}`, categoryId: 1, status: 'available' }), 'answered all the same')
+  assert.equal(catalog.cachedById(firstLeftOut + 1), undefined, 'not cached on its first read')
+  await catalog.findById(firstLeftOut)
+  assert.ok(catalog.cachedById(firstLeftOut) !== undefined, 'cached on its second read')
+})
