@@ -1,18 +1,24 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { openSqliteStore } from '../storage/sqlite/sqlite-store.js'
-import type { PetRepository } from '../storage/store.js'
+import type { PetRepository, Store } from '../storage/store.js'
 import { PetCatalog } from './pet-catalog.js'
 
-test('concurrent misses of a full page share one query; of a tail page, they do not', async (t) => {
+/** A SQLite store in a temporary folder with `count` available animals, ids 1 to `count`. */
+async function storeWithAnimals (t: TestContext, count: number): Promise<Store> {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-catalog-'))
   const store = openSqliteStore(join(dir, 'catalog.sqlite'))
   t.after(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
   await store.migrate()
-  await store.pets.insertMany(Array.from({ length: 45 }, (_, i) => ({ name: `animal ${i + 1}`, categoryId: 1, status: 'available' as const })))
+  await store.pets.insertMany(Array.from({ length: count }, (_, i) => ({ name: `animal ${i + 1}`, categoryId: 1, status: 'available' as const })))
+  return store
+}
+
+test('concurrent misses of a full page share one query; of a tail page, they do not', async (t) => {
+  const store = await storeWithAnimals(t, 45)
 
   let queries = 0
   const counted: PetRepository = Object.assign(Object.create(store.pets) as PetRepository, {
@@ -32,11 +38,7 @@ test('concurrent misses of a full page share one query; of a tail page, they do 
 })
 
 test('answers from the cache without waiting only what it would answer unchecked', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'animal-store-catalog-'))
-  const store = openSqliteStore(join(dir, 'catalog.sqlite'))
-  t.after(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
-  await store.migrate()
-  await store.pets.insertMany(Array.from({ length: 40 }, (_, i) => ({ name: `animal ${i + 1}`, categoryId: 1, status: 'available' as const })))
+  const store = await storeWithAnimals(t, 40)
   const catalog = new PetCatalog(store.pets)
   const page = (afterId: number) => ({ status: undefined, afterId, limit: 20 })
 
@@ -63,11 +65,7 @@ test('answers from the cache without waiting only what it would answer unchecked
 })
 
 test('a full animal cache takes an animal in on its second read, not its first', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'animal-store-catalog-'))
-  const store = openSqliteStore(join(dir, 'catalog.sqlite'))
-  t.after(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }) })
-  await store.migrate()
-  await store.pets.insertMany(Array.from({ length: 20_000 }, (_, i) => ({ name: `animal ${i + 1}`, categoryId: 1, status: 'available' as const })))
+  const store = await storeWithAnimals(t, 20_000)
   const catalog = new PetCatalog(store.pets)
 
   let id = 1
