@@ -10,6 +10,7 @@ test('loadConfig applies the documented defaults', () => {
     storage: { engine: 'sqlite', path: './data/animal-store.sqlite' },
     databasePoolSize: 10,
     writeBatchSize: 256,
+    writeBatchWaitMs: 5,
     sqliteSynchronous: 'full',
     publicBaseUrl: undefined,
     stagingBaseUrl: undefined,
@@ -106,6 +107,10 @@ test('loadConfig names every bad variable and hides passwords', () => {
   assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: '0' }), /DATABASE_POOL_SIZE/)
   assert.equal(loadConfig({ WRITE_BATCH_SIZE: '1' }).writeBatchSize, 1)
   assert.throws(() => loadConfig({ WRITE_BATCH_SIZE: '0' }), /WRITE_BATCH_SIZE/)
+  assert.equal(loadConfig({ WRITE_BATCH_WAIT_MS: '0' }).writeBatchWaitMs, 0)
+  assert.equal(loadConfig({ DATABASE_URL: 'postgres://localhost/animals' }).writeBatchWaitMs, 0)
+  assert.equal(loadConfig({ DATABASE_URL: 'postgres://localhost/animals', WRITE_BATCH_WAIT_MS: '3' }).writeBatchWaitMs, 3)
+  assert.throws(() => loadConfig({ WRITE_BATCH_WAIT_MS: '1001' }), /WRITE_BATCH_WAIT_MS/)
   assert.equal(loadConfig({ SQLITE_SYNCHRONOUS: 'off' }).sqliteSynchronous, 'off')
   assert.throws(() => loadConfig({ SQLITE_SYNCHRONOUS: 'normal' }), /SQLITE_SYNCHRONOUS/)
   assert.equal(loadConfig({ WEB_CONCURRENCY: '64' }).webConcurrency, 64)

@@ -19,6 +19,8 @@ export interface Config {
   databasePoolSize: number
   /** Most concurrent creates committed in one transaction (group commit); 1 commits each create alone. */
   writeBatchSize: number
+  /** Longest a create waits for others to join its batch while the server is busy with other requests (5 on SQLite, 0 on PostgreSQL); 0 commits at the next turn. */
+  writeBatchWaitMs: number
   /** SQLite's synchronous setting: 'full' syncs every commit; 'off' never syncs (benchmarks and disposable data only). */
   sqliteSynchronous: 'full' | 'off'
   /** Absolute base URL of the production API, ending in /v1; the OpenAPI document lists it as a server. */
@@ -78,6 +80,7 @@ export function loadConfig (env: Env): Readonly<Config> {
   const storage = readStorage(env.DATABASE_URL, fail)
   const databasePoolSize = readInteger('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 1, 1000, fail)
   const writeBatchSize = readInteger('WRITE_BATCH_SIZE', env.WRITE_BATCH_SIZE, 1, 1000, fail)
+  const writeBatchWaitMs = readInteger('WRITE_BATCH_WAIT_MS', env.WRITE_BATCH_WAIT_MS, 0, 1000, fail)
   const sqliteSynchronous = readSqliteSynchronous(env.SQLITE_SYNCHRONOUS, fail)
   const publicBaseUrl = readBaseUrl('PUBLIC_BASE_URL', env.PUBLIC_BASE_URL, fail)
   const stagingBaseUrl = readBaseUrl('STAGING_BASE_URL', env.STAGING_BASE_URL, fail)
@@ -102,6 +105,7 @@ export function loadConfig (env: Env): Readonly<Config> {
     storage: storage ?? { engine: 'sqlite' as const, path: DEFAULT_SQLITE_PATH },
     databasePoolSize: databasePoolSize ?? 10,
     writeBatchSize: writeBatchSize ?? 256,
+    writeBatchWaitMs: writeBatchWaitMs ?? defaultWriteBatchWaitMs(storage?.engine ?? 'sqlite'),
     sqliteSynchronous: sqliteSynchronous ?? 'full',
     publicBaseUrl,
     stagingBaseUrl,
@@ -161,6 +165,13 @@ function readBaseUrl (variable: string, value: string | undefined, fail: Fail): 
   if (url.search !== '' || url.hash !== '') return fail(variable, 'expected a URL without query or fragment', value)
   return value.replace(/\/+$/, '')
 }
+
+/**
+ * SQLite commits on the event loop, so on a busy server a create waits up to 5 ms for others to
+ * share its commit and sync. A PostgreSQL commit runs in the database while the next batch
+ * gathers anyway: there, waiting only merged the two batches and left the loop idle.
+ */
+const defaultWriteBatchWaitMs = (engine: StorageLocation['engine']): number => engine === 'sqlite' ? 5 : 0
 
 function readSqliteSynchronous (value: string | undefined, fail: Fail): 'full' | 'off' | undefined {
   if (value === undefined || value === '') return undefined

@@ -45,3 +45,59 @@ test('batches never overlap: the next starts when the previous settled', async (
   await Promise.all([1, 2, 3, 4].map((item) => commits.submit(item)))
   assert.equal(overlapped, false)
 })
+
+/** Runs `turns` turns of the event loop that each hold the loop for 100 µs, calling `each` in every one; resolves after the last. */
+async function busyTurns (turns: number, each: (turn: number) => boolean | undefined = () => undefined): Promise<number> {
+  for (let turn = 0; turn < turns; turn++) {
+    await new Promise((resolve) => setImmediate(resolve))
+    const until = performance.now() + 0.1
+    while (performance.now() < until);
+    if (each(turn) === true) return turn
+  }
+  return turns
+}
+
+const recordingCommits = (maxBatchSize: number, maxWaitMs: number): { commits: GroupCommit<number, number>, batches: number[][] } => {
+  const batches: number[][] = []
+  return { commits: new GroupCommit<number, number>((items) => { batches.push(items); return items }, maxBatchSize, maxWaitMs), batches }
+}
+
+test('a lone write is not held back by the wait: it commits at the first turn with nothing else to do', { timeout: 10_000 }, async () => {
+  const { commits, batches } = recordingCommits(256, 60_000)
+  assert.equal(await commits.submit(7), 7)
+  assert.deepEqual(batches, [[7]])
+})
+
+test('while the loop is busy, writes from many turns wait for one another and share one commit', async () => {
+  const written: Array<Promise<number>> = []
+  const waiting = recordingCommits(256, 60_000)
+  await busyTurns(20, (turn) => { written.push(waiting.commits.submit(turn)); return undefined })
+  await Promise.all(written)
+  assert.deepEqual(waiting.batches, [Array.from({ length: 20 }, (_, i) => i)])
+
+  // Without a wait, each turn commits its own.
+  const eager = recordingCommits(256, 0)
+  await busyTurns(20, (turn) => { void eager.commits.submit(turn); return undefined })
+  await eager.commits.drain()
+  assert.equal(eager.batches.length, 20)
+})
+
+test('a busy loop holds a batch no longer than the wait allows', async () => {
+  const { commits, batches } = recordingCommits(256, 5)
+  // 300 turns of at least 100 µs: at least 30 ms, six times the wait.
+  await busyTurns(300, (turn) => { void commits.submit(turn); return undefined })
+  await commits.drain()
+  assert.ok(batches.length >= 2, `${batches.length} batches`)
+  assert.ok(batches.length < 150, `${batches.length} batches: writes did not wait for one another`)
+  assert.equal(batches.flat().length, 300)
+})
+
+test('a full batch is committed at once, however long the wait allowed', async () => {
+  const { commits, batches } = recordingCommits(4, 60_000)
+  const turnsUntilCommitted = await busyTurns(10_000, (turn) => {
+    if (turn === 0) for (let item = 0; item < 4; item++) void commits.submit(item)
+    return batches.length > 0
+  })
+  assert.deepEqual(batches, [[0, 1, 2, 3]])
+  assert.ok(turnsUntilCommitted < 10, `committed after ${turnsUntilCommitted} turns`)
+})

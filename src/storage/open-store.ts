@@ -13,15 +13,16 @@ export interface StoreEvents {
 const warn = (message: string): void => { process.stderr.write(`warning: ${message}\n`) }
 
 /** DATABASE_URL -> the engine's store. */
-export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize' | 'writeBatchSize' | 'sqliteSynchronous'>, events: StoreEvents = {}): Store {
+export function openStore (config: Pick<Config, 'storage' | 'databasePoolSize' | 'writeBatchSize' | 'writeBatchWaitMs' | 'sqliteSynchronous'>, events: StoreEvents = {}): Store {
   switch (config.storage.engine) {
     case 'sqlite':
       if (config.sqliteSynchronous === 'off') (events.onWarning ?? warn)('SQLITE_SYNCHRONOUS=off: commits are not synced, so a power loss or operating-system crash can lose acknowledged creates or corrupt the database')
-      return openSqliteStore(config.storage.path, { writeBatchSize: config.writeBatchSize, synchronous: config.sqliteSynchronous })
+      return openSqliteStore(config.storage.path, { writeBatchSize: config.writeBatchSize, writeBatchWaitMs: config.writeBatchWaitMs, synchronous: config.sqliteSynchronous })
     case 'postgres':
       return openPostgresStore(config.storage.url, {
         poolSize: config.databasePoolSize,
         writeBatchSize: config.writeBatchSize,
+        writeBatchWaitMs: config.writeBatchWaitMs,
         onError: events.onError ?? (() => {}),
         onWarning: events.onWarning ?? warn
       })

@@ -14,6 +14,7 @@ function describe (config: Readonly<Config>): Array<[string, string]> {
     ['DATABASE_URL', storage],
     ['DATABASE_POOL_SIZE', String(config.databasePoolSize)],
     ['WRITE_BATCH_SIZE', String(config.writeBatchSize)],
+    ['WRITE_BATCH_WAIT_MS', String(config.writeBatchWaitMs)],
     ['SQLITE_SYNCHRONOUS', config.sqliteSynchronous],
     ['PUBLIC_BASE_URL', config.publicBaseUrl ?? ''],
     ['STAGING_BASE_URL', config.stagingBaseUrl ?? ''],

@@ -99,6 +99,8 @@ export interface PostgresStoreOptions {
   poolSize: number
   /** Most creates that share one transaction (group commit); 1 turns group commit off. */
   writeBatchSize?: number
+  /** Longest a create waits for others to join its batch while the event loop is busy; 0 (the default) commits at the next turn. */
+  writeBatchWaitMs?: number
   /** Background failures, such as an idle connection dropped by the server. */
   onError: (error: unknown) => void
   /** Settings that put acknowledged writes at risk. */
@@ -171,7 +173,7 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
       })
     return batch.map((_, index) => ({ id: firstId + index }))
   }
-  const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, options.writeBatchSize ?? DEFAULT_WRITE_BATCH)
+  const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, options.writeBatchSize ?? DEFAULT_WRITE_BATCH, options.writeBatchWaitMs)
   const petsById = new BatchedLookup<number, string>(async (ids) => {
     const rows = await query<{ id: string, json: string }>(`SELECT id, ${PET_JSON} AS json FROM pets WHERE id = ANY ($1::bigint[])`, [ids], 'pets-by-id')
     return new Map(rows.map((row) => [Number(row.id), row.json]))

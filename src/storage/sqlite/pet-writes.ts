@@ -130,12 +130,14 @@ function walDataSync (walPath: string): { now: () => void, onThreadPool: () => P
 export interface PetWritesOptions {
   synchronous: SqliteSynchronous
   batchSize: number
+  /** Longest a create waits for others to join its batch while the event loop is busy (see GroupCommit); 0 by default. */
+  batchWaitMs?: number
   mainDb: Database.Database
   /** Defaults to syncsLargeBatchesOnLoop(). */
   largeBatchesSyncOnLoop?: boolean
 }
 
-export function openPetWrites (path: string, { synchronous, batchSize, mainDb, largeBatchesSyncOnLoop = syncsLargeBatchesOnLoop() }: PetWritesOptions): PetWrites {
+export function openPetWrites (path: string, { synchronous, batchSize, batchWaitMs, mainDb, largeBatchesSyncOnLoop = syncsLargeBatchesOnLoop() }: PetWritesOptions): PetWrites {
   // An in-memory database is private to its connection.
   const ownConnection = path !== ':memory:'
   const db = ownConnection ? openDatabase(path, synchronous === 'full' ? 'NORMAL' : 'OFF') : mainDb
@@ -159,7 +161,7 @@ export function openPetWrites (path: string, { synchronous, batchSize, mainDb, l
   }
   const commits = new GroupCommit<PetWrite, { id: number, synced: Promise<void> | undefined }>(
     ownConnection ? async (batch) => await whenWriteLockFree(() => commitAndSync(batch)) : commitAndSync,
-    batchSize)
+    batchSize, batchWaitMs)
 
   const afterSync = ({ id, synced }: { id: number, synced: Promise<void> | undefined }): { id: number } | Promise<{ id: number }> =>
     synced === undefined ? { id } : synced.then(() => ({ id }))

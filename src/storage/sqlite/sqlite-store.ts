@@ -74,10 +74,10 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
   revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at)
 })
 
-export function openSqliteStore (path: string, options: { writeBatchSize?: number, synchronous?: SqliteSynchronous, largeBatchesSyncOnLoop?: boolean } = {}): Store {
+export function openSqliteStore (path: string, options: { writeBatchSize?: number, writeBatchWaitMs?: number, synchronous?: SqliteSynchronous, largeBatchesSyncOnLoop?: boolean } = {}): Store {
   const synchronous = options.synchronous ?? 'full'
   const db = openDatabase(path, synchronous === 'full' ? 'FULL' : 'OFF')
-  const petWrites = openPetWrites(path, { synchronous, batchSize: options.writeBatchSize ?? DEFAULT_WRITE_BATCH, mainDb: db, largeBatchesSyncOnLoop: options.largeBatchesSyncOnLoop })
+  const petWrites = openPetWrites(path, { synchronous, batchSize: options.writeBatchSize ?? DEFAULT_WRITE_BATCH, batchWaitMs: options.writeBatchWaitMs, mainDb: db, largeBatchesSyncOnLoop: options.largeBatchesSyncOnLoop })
   // Statements are prepared on first use: the tables exist only after migrate().
   let prepared: Statements | undefined
   return buildStore(db, () => (prepared ??= prepareStatements(db)), petWrites)
