@@ -46,13 +46,17 @@ test('batches never overlap: the next starts when the previous settled', async (
   assert.equal(overlapped, false)
 })
 
-/** Runs `turns` turns of the event loop that each hold the loop for 100 µs, calling `each` in every one; resolves after the last. */
+/**
+ * Runs `turns` turns of the event loop, calling `each` in every one and then holding the loop for
+ * 100 µs, so that whatever `each` scheduled finds the loop busy; resolves after the last turn, or
+ * with the turn at which `each` returned true.
+ */
 async function busyTurns (turns: number, each: (turn: number) => boolean | undefined = () => undefined): Promise<number> {
   for (let turn = 0; turn < turns; turn++) {
     await new Promise((resolve) => setImmediate(resolve))
+    if (each(turn) === true) return turn
     const until = performance.now() + 0.1
     while (performance.now() < until);
-    if (each(turn) === true) return turn
   }
   return turns
 }
@@ -83,13 +87,14 @@ test('while the loop is busy, writes from many turns wait for one another and sh
 })
 
 test('a busy loop holds a batch no longer than the wait allows', async () => {
-  const { commits, batches } = recordingCommits(256, 5)
-  // 300 turns of at least 100 µs: at least 30 ms, six times the wait.
-  await busyTurns(300, (turn) => { void commits.submit(turn); return undefined })
+  // Room for every write in one batch: only the wait can end one.
+  const { commits, batches } = recordingCommits(1000, 20)
+  // 400 turns of at least 100 µs: at least 40 ms, twice the wait.
+  await busyTurns(400, (turn) => { void commits.submit(turn); return undefined })
   await commits.drain()
   assert.ok(batches.length >= 2, `${batches.length} batches`)
-  assert.ok(batches.length < 150, `${batches.length} batches: writes did not wait for one another`)
-  assert.equal(batches.flat().length, 300)
+  assert.ok(batches.length < 200, `${batches.length} batches: writes did not wait for one another`)
+  assert.equal(batches.flat().length, 400)
 })
 
 test('a full batch is committed at once, however long the wait allowed', async () => {
