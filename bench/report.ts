@@ -13,6 +13,8 @@ export interface ReportInput {
   results: Map<string, Measurement[]>
   startupMs: number
   large: number
+  /** How long the whole run took, seeding included. */
+  minutes: number
 }
 
 export const CEILING = 'ceiling (bare node:http)'
@@ -60,7 +62,7 @@ export function writeReport (input: ReportInput): void {
     '# Benchmark results',
     '',
     `Date: ${input.date}. Machine: ${input.machine}, Node.js ${process.version}.`,
-    `Command: \`${input.command}\`.`,
+    `Command: \`${input.command}\`. The whole run took ${input.minutes.toFixed(1)} minutes.`,
     '',
     '## Targets',
     '',

@@ -8,7 +8,7 @@
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { machine, root } from './support.js'
 import { installJsonServer, jsonServerDatabase } from './peers.js'
 import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlite } from './datasets.js'
@@ -75,6 +75,7 @@ function wrkArguments (contender: Contender, workload: WorkloadName): { path: st
 }
 
 async function main (): Promise<void> {
+  const began = performance.now()
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-bench-'))
   const databases: string[] = []
   try {
@@ -86,10 +87,10 @@ async function main (): Promise<void> {
     const jsonServer = await installJsonServer()
     const jsonDb = join(dir, 'json-server-db.json')
 
-    /** Every start of a SQLite contender gets its own copy of the seeded file: creates never leak into the next measurement. */
-    let copies = 0
+    /** Every start of a SQLite contender gets a fresh copy of the seeded file: creates never leak into the next measurement. */
     const sqliteCopy = (seeded: string): string => {
-      const path = join(dir, `copy-${++copies}.sqlite`)
+      const path = join(dir, `fresh-${basename(seeded)}`)
+      for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true })
       copyFileSync(seeded, path)
       return path
     }
@@ -121,6 +122,7 @@ async function main (): Promise<void> {
     if (postgresSmall) postgresTemplates.set('animal-store PostgreSQL', 'animal_store_bench_small')
     if (postgresLarge) postgresTemplates.set(`animal-store PostgreSQL, ${LARGE.toLocaleString('en')} animals`, 'animal_store_bench_large')
 
+    let copies = 0
     const results = new Map<string, Measurement[]>()
     const startups: number[] = []
     const start = async (contender: Contender): Promise<{ running: Started, copy: { name: string, url: string } | undefined }> => {
@@ -148,23 +150,24 @@ async function main (): Promise<void> {
       console.log(`round ${round}  ${contender.name.padEnd(46)} ${workload.padEnd(7)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  peak RSS ${result.peakRssMb.toFixed(0)} MB  non-2xx ${result.non2xx}  errors ${result.errors}`)
     }
 
-    // Reads change nothing, so every reading contender runs for the whole phase and the contenders
-    // take turns run by run: a ratio then compares runs seconds apart, not minutes.
+    // Reads: every run has its contender to itself, freshly started on fresh data and warmed up,
+    // the way the writes below are measured. Idle contenders left running beside the measured one
+    // shared its core with their timers and their garbage collection after load, and a single start
+    // per contender let one process decide a target by its draw: in one trial two identical processes
+    // of the service, side by side, served the same reads 13 % apart round after round. Contenders
+    // still take turns run by run, so a ratio compares runs seconds apart, not minutes.
     const READS: WorkloadName[] = ['list', 'status', 'get']
-    const readers = contenders.filter((contender) => contender.workloads.some((workload) => READS.includes(workload)))
-    const started = new Map<Contender, Awaited<ReturnType<typeof start>>>()
-    try {
-      for (const contender of readers) started.set(contender, await start(contender))
-      for (let round = 1; round <= ROUNDS; round++) {
-        for (const workload of READS) {
-          for (const contender of readers) {
-            const running = started.get(contender)?.running
-            if (running && contender.workloads.includes(workload)) await measure(round, contender, running, workload, round === 1)
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const workload of READS) {
+        for (const contender of contenders.filter((c) => c.workloads.includes(workload))) {
+          const instance = await start(contender)
+          try {
+            await measure(round, contender, instance.running, workload, true)
+          } finally {
+            await stop(instance)
           }
         }
       }
-    } finally {
-      for (const contender of started.values()) await stop(contender)
     }
     // Writes: each round starts every writing contender on a fresh copy of its data.
     const WRITES: WorkloadName[] = ['post', 'mixed']
@@ -189,7 +192,8 @@ async function main (): Promise<void> {
       workloads: WORKLOADS,
       results,
       startupMs: median(startups),
-      large: LARGE
+      large: LARGE,
+      minutes: (performance.now() - began) / 60_000
     })
   } finally {
     for (const name of databases) await dropPostgresDatabase(name).catch(() => {})
