@@ -9,6 +9,7 @@
  * filled, code optimised), then FEW or MANY requests; the difference of the two totals divided by
  * MANY - FEW is the cost of one request, start-up and warm-up cancelled out. Repeated runs agree
  * within about 2 % (background compilation and garbage collection land in either run).
+ * BENCH_ONLY=POST (any part of a workload's name) counts only the workloads that match.
  */
 import { spawn } from 'node:child_process'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -23,26 +24,38 @@ const ANIMALS = 10_000
 const WARM_UP = 12_000
 const FEW = 2000
 const MANY = 12_000
-const CONNECTIONS = 8
 
-interface Workload { name: string, path: (i: number) => string }
-const WORKLOADS: Workload[] = [
-  { name: 'GET /v1/pets?limit=20', path: () => '/v1/pets?limit=20' },
+interface Workload {
+  name: string
+  path: (i: number) => string
+  /** A create when present: POSTed as JSON. */
+  body?: string
+  connections: number
+}
+const CREATE_BODY = '{"name":"Bench","categoryId":1,"status":"available"}'
+const ALL_WORKLOADS: Workload[] = [
+  { name: 'GET /v1/pets?limit=20', path: () => '/v1/pets?limit=20', connections: 8 },
   // Ids spread over the catalogue, as the random-id benchmark asks for them.
-  { name: 'GET /v1/pets/{id}', path: (i) => `/v1/pets/${1 + ((i * 7919) % ANIMALS)}` }
+  { name: 'GET /v1/pets/{id}', path: (i) => `/v1/pets/${1 + ((i * 7919) % ANIMALS)}`, connections: 8 },
+  // As many clients as the create benchmark, so a group commit carries as many creates.
+  { name: 'POST /v1/pets', path: () => '/v1/pets', body: CREATE_BODY, connections: 64 }
 ]
+const WORKLOADS = ALL_WORKLOADS.filter((workload) => workload.name.includes(process.env.BENCH_ONLY ?? ''))
 
-/** `count` requests over CONNECTIONS keep-alive connections; every answer must be a 200. */
+/** `count` requests over the workload's keep-alive connections; every answer must be a 200 (201 for a create). */
 async function send (port: number, key: string, workload: Workload, count: number): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
+  const agent = new Agent({ keepAlive: true, maxSockets: workload.connections })
+  const { body } = workload
+  const expected = body === undefined ? 200 : 201
+  const headers = { authorization: `Bearer ${key}`, ...(body !== undefined && { 'content-type': 'application/json' }) }
   let next = 0
   const one = async (path: string): Promise<void> => await new Promise((resolve, reject) => {
-    request({ host: '127.0.0.1', port, path, agent, headers: { authorization: `Bearer ${key}` } }, (response) => {
+    request({ host: '127.0.0.1', port, path, agent, method: body === undefined ? 'GET' : 'POST', headers }, (response) => {
       response.resume()
-      response.on('end', () => { response.statusCode === 200 ? resolve() : reject(new Error(`${path}: ${response.statusCode}`)) })
-    }).on('error', reject).end()
+      response.on('end', () => { response.statusCode === expected ? resolve() : reject(new Error(`${path}: ${response.statusCode}`)) })
+    }).on('error', reject).end(body)
   })
-  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+  await Promise.all(Array.from({ length: workload.connections }, async () => {
     while (next < count) await one(workload.path(next++))
   }))
   agent.destroy()
@@ -59,7 +72,7 @@ async function countInstructions (command: string[], env: Record<string, string>
   // Under valgrind, start-up takes seconds where it takes a fraction of one.
   for (let tries = 0; ; tries++) {
     try {
-      await send(port, key, { name: 'ready', path: () => '/v1/pets?limit=1' }, 1)
+      await send(port, key, { name: 'ready', path: () => '/v1/pets?limit=1', connections: 1 }, 1)
       break
     } catch (error) {
       if (tries > 600) throw error
@@ -85,7 +98,7 @@ try {
       env: { LOG_LEVEL: 'warn', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
     }
   ]
-  console.log(`Instructions per request (callgrind; ${FEW} and ${MANY} requests after ${WARM_UP} of warm-up, ${CONNECTIONS} connections, ${ANIMALS} animals)\n`)
+  console.log(`Instructions per request (callgrind; ${FEW} and ${MANY} requests after ${WARM_UP} of warm-up, 8 connections for reads and 64 for creates, ${ANIMALS} animals)\n`)
   for (const workload of WORKLOADS) {
     const perRequest: number[] = []
     for (const contender of contenders) {
