@@ -8,7 +8,9 @@
  * Each contender runs twice under callgrind: start-up, a warm-up of WARM_UP requests (caches
  * filled, code optimised), then FEW or MANY requests; the difference of the two totals divided by
  * MANY - FEW is the cost of one request, start-up and warm-up cancelled out. Repeated runs agree
- * within about 2 % (background compilation and garbage collection land in either run).
+ * within about 2 % for reads (background compilation and garbage collection land in either run).
+ * Creates agree within about 5 %: how many of them share a commit varies from run to run (about
+ * 28 under valgrind, against 64 in the timed benchmark), and a commit's own cost is shared among them.
  * BENCH_ONLY=POST (any part of a workload's name) counts only the workloads that match.
  */
 import { spawn } from 'node:child_process'
