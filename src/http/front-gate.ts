@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import type { FastifyBaseLogger } from 'fastify'
 import { bearerTokenOf } from '../core/api-keys.js'
@@ -14,6 +15,9 @@ export interface HotPath {
   take (request: IncomingMessage, response: ServerResponse, framework: RequestHandler): boolean
 }
 
+/** The key a connection presented on its last request, and the verifier's generation then. */
+interface PresentedKey { authorization: string, key: VerifiedKey, generation: number }
+
 /** Levels at which the access log (info) is written. */
 const LOGS_REQUESTS: ReadonlySet<string> = new Set(['trace', 'debug', 'info'])
 
@@ -26,6 +30,13 @@ export class FrontGate {
   open = false
   log: FastifyBaseLogger | undefined
   isUnderPressure: () => boolean = () => false
+  /**
+   * A keep-alive connection sends the same Authorization header on every request: when it is the
+   * one that carried the connection's last verified key, and no key was forgotten since (a
+   * revocation), that key is taken again without parsing the header or hashing the key, which was
+   * about 3 % of a cached read's CPU. The header is held no longer than the connection that carries it.
+   */
+  private readonly lastKeyOf = new WeakMap<Socket, PresentedKey>()
 
   /** `metrics` is absent when METRICS_ENABLED=false. */
   constructor (readonly metrics: Metrics | undefined, readonly verifier: KeyVerifier) {}
@@ -40,8 +51,14 @@ export class FrontGate {
 
   /** The key of a request, when it was verified before; undefined leaves the request to the framework's authentication. */
   verifiedKeyOf (request: IncomingMessage): VerifiedKey | undefined {
-    const { scheme, token } = bearerTokenOf(request.headers.authorization)
-    return scheme === 'bearer' && token !== undefined ? this.verifier.peek(token) : undefined
+    const { authorization } = request.headers
+    const { generation } = this.verifier
+    const last = this.lastKeyOf.get(request.socket)
+    if (last !== undefined && last.authorization === authorization && last.generation === generation) return last.key
+    const { scheme, token } = bearerTokenOf(authorization)
+    const key = scheme === 'bearer' && token !== undefined ? this.verifier.peek(token) : undefined
+    if (key !== undefined && authorization !== undefined) this.lastKeyOf.set(request.socket, { authorization, key, generation })
+    return key
   }
 
   /** Counts an answer in the request metrics and writes its access-log line, as the framework's hooks do. */

@@ -18,7 +18,7 @@ const MAX_CACHED_KEYS = 50_000
  */
 export class KeyVerifier {
   private readonly verified = new Map<string, VerifiedKey>()
-  private generation = 0
+  private forgotten = 0
   private marker: number | undefined
   private readonly poller: NodeJS.Timeout
   private readonly lastUsed: LastUsedRecorder
@@ -29,6 +29,11 @@ export class KeyVerifier {
   constructor (private readonly apiKeys: ApiKeyRepository, private readonly onError: (error: unknown) => void) {
     this.lastUsed = new LastUsedRecorder(apiKeys, onError)
     this.poller = setInterval(() => { void this.checkRevocations() }, REVOCATION_POLL_MS).unref()
+  }
+
+  /** Moves whenever every remembered key is forgotten because one may have been revoked: a key peeked before is then to be peeked again. */
+  get generation (): number {
+    return this.forgotten
   }
 
   async start (): Promise<void> {
@@ -78,7 +83,7 @@ export class KeyVerifier {
     try {
       const marker = await this.apiKeys.revocationMarker()
       if (marker !== this.marker) {
-        this.generation++
+        this.forgotten++
         this.verified.clear()
         this.marker = marker
       }

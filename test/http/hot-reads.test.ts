@@ -1,5 +1,6 @@
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
+import { Agent, request as httpRequest } from 'node:http'
 import { startServer } from '../helpers/start-server.js'
 import { twoServers } from '../helpers/two-servers.js'
 
@@ -133,5 +134,43 @@ describe('hot read path', () => {
     }
     assert.equal(status, 401)
     assert.ok(Date.now() - revokedAt < 1000, `refused after ${Date.now() - revokedAt} ms`)
+  })
+
+  test('on one keep-alive connection, every request is judged by the key it sends', async (t) => {
+    const server = await startServer(t)
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    t.after(() => agent.destroy())
+    const ask = async (method: 'GET' | 'POST', path: string, authorization: string): Promise<{ status: number, reused: boolean }> =>
+      await new Promise((resolve, reject) => {
+        const outgoing = httpRequest(`${server.baseUrl}${path}`, { method, agent, headers: { authorization, 'content-type': 'application/json' } }, (response) => {
+          response.resume()
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, reused: outgoing.reusedSocket }))
+        })
+        outgoing.on('error', reject)
+        outgoing.end(method === 'POST' ? '{"name":"Rex","categoryId":1}' : undefined)
+      })
+    const valid = server.auth.authorization ?? ''
+    const unknown = `Bearer ask_${'x'.repeat(valid.length - 'Bearer ask_'.length)}`
+    const answers = []
+    for (const [method, path] of [['GET', '/v1/pets?limit=5'], ['GET', '/v1/pets/1'], ['POST', '/v1/pets']] as const) {
+      answers.push(await ask('POST', '/v1/pets', valid), await ask(method, path, valid), await ask(method, path, unknown), await ask(method, path, valid))
+    }
+    assert.deepEqual(answers.map((answer) => answer.status), [201, 200, 401, 200, 201, 200, 401, 200, 201, 201, 401, 201])
+    assert.ok(answers.slice(1).every((answer) => answer.reused), 'every request after the first went over the same connection')
+
+    const account = await server.store.accounts.findByEmail('test@example.com')
+    const [key] = account === undefined ? [] : await server.store.apiKeys.listByAccount(account.id)
+    assert.ok(key)
+    assert.equal(await server.store.apiKeys.revoke(key.id), 'revoked')
+    const revokedAt = Date.now()
+    let last = { status: 200, reused: true }
+    while (last.status !== 401 && Date.now() - revokedAt < 2000) {
+      last = await ask('GET', '/v1/pets?limit=5', valid)
+      if (last.status !== 401) await new Promise((resolve) => setImmediate(resolve))
+    }
+    assert.equal(last.status, 401, 'the revoked key was still accepted 2 s after the revocation')
+    assert.ok(last.reused, 'the refusal came over the same connection')
+    assert.ok(Date.now() - revokedAt < 1000, `refused after ${Date.now() - revokedAt} ms`)
+    assert.equal((await ask('POST', '/v1/pets', valid)).status, 401)
   })
 })
