@@ -86,5 +86,19 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
       );
       CREATE INDEX login_attempts_window_started_at ON login_attempts (window_started_at);
     `
+  },
+  {
+    version: 4,
+    name: 'pets_index_per_status',
+    sql: `
+      -- One index of ids per status instead of one on (status, id): a new animal's id is the largest
+      -- in its status, so it is appended at the right edge of its index. On (status, id) the newest
+      -- ids of 'available' and 'pending' land mid-index, and every batch of creates rebalanced leaves
+      -- there and wrote them and the root to the log again.
+      CREATE INDEX pets_available_id ON pets (id) WHERE status = 'available';
+      CREATE INDEX pets_pending_id ON pets (id) WHERE status = 'pending';
+      CREATE INDEX pets_sold_id ON pets (id) WHERE status = 'sold';
+      DROP INDEX pets_status_id;
+    `
   }
 ]

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type Database from 'better-sqlite3'
 import { decideClaim } from '../../core/idempotency.js'
-import type { NewPetRecord, PetStatus } from '../../core/pets.js'
+import { PET_STATUSES, type NewPetRecord, type PetStatus } from '../../core/pets.js'
 import {
   DuplicateEmailError,
   type AccountRow,
@@ -102,14 +102,22 @@ function applyMigrations (db: Database.Database): number[] {
 
 type Statements = ReturnType<typeof prepareStatements>
 
+/**
+ * A statement for each status, the status written into its SQL: SQLite uses a partial index
+ * (one per status, migration 4) only for a query whose WHERE names the index's own value.
+ */
+function byStatus<T> (prepare: (status: PetStatus) => T): Record<PetStatus, T> {
+  return Object.fromEntries(PET_STATUSES.map((status) => [status, prepare(status)])) as Record<PetStatus, T>
+}
+
 function prepareStatements (db: Database.Database) {
   return {
     insertPet: db.prepare('INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)'),
     petJsonById: db.prepare(`SELECT ${PET_JSON} FROM pets WHERE id = ?`).pluck(),
     pageAll: db.prepare(pageSql('')),
-    pageByStatus: db.prepare(pageSql('status = @status AND')),
+    pageByStatus: byStatus((status) => db.prepare(pageSql(`status = '${status}' AND`))),
     existsAfterAll: db.prepare('SELECT EXISTS (SELECT 1 FROM pets WHERE id > ?)').pluck(),
-    existsAfterByStatus: db.prepare('SELECT EXISTS (SELECT 1 FROM pets WHERE status = ? AND id > ?)').pluck(),
+    existsAfterByStatus: byStatus((status) => db.prepare(`SELECT EXISTS (SELECT 1 FROM pets WHERE status = '${status}' AND id > ?)`).pluck()),
     insertAccount: db.prepare(`INSERT INTO accounts (email, name, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${ACCOUNT_COLUMNS}`),
     accountByEmail: db.prepare(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE email = ?`),
     accountById: db.prepare(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
@@ -158,12 +166,12 @@ function buildStore (db: Database.Database, sql: () => Statements, petWrites: Pe
       listPage: async ({ status, afterId, limit }: ListPetsQuery): Promise<PetPage> => {
         const row = status === undefined
           ? sql().pageAll.get({ afterId, limit })
-          : sql().pageByStatus.get({ afterId, limit, status })
+          : sql().pageByStatus[status].get({ afterId, limit })
         const { json, count, lastId, hasMore } = row as { json: string, count: number, lastId: number | null, hasMore: number }
         return { json, count, lastId: lastId ?? undefined, hasMore: hasMore === 1 }
       },
       existsAfter: async (status: PetStatus | undefined, afterId: number) =>
-        (status === undefined ? sql().existsAfterAll.get(afterId) : sql().existsAfterByStatus.get(status, afterId)) === 1
+        (status === undefined ? sql().existsAfterAll.get(afterId) : sql().existsAfterByStatus[status].get(afterId)) === 1
     },
     accounts: {
       create: async ({ email, name, passwordHash }) => {
