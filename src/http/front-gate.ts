@@ -34,7 +34,7 @@ export class FrontGate {
    * A keep-alive connection sends the same Authorization header on every request: when it is the
    * one that carried the connection's last verified key, and no key was forgotten since (a
    * revocation), that key is taken again without parsing the header or hashing the key, which was
-   * about 3 % of a cached read's CPU. The header is held no longer than the connection that carries it.
+   * about a tenth of a cached read's instructions. The header is held no longer than the connection that carries it.
    */
   private readonly lastKeyOf = new WeakMap<Socket, PresentedKey>()
 
