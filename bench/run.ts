@@ -141,13 +141,24 @@ async function main (): Promise<void> {
       await stopContender(running)
       if (copy !== undefined) await dropPostgresDatabase(copy.name)
     }
-    const measure = async (round: number, contender: Contender, running: Started, workload: WorkloadName, warm: boolean): Promise<void> => {
+    /** One warmed-up run of a workload. */
+    const measure = async (round: number, contender: Contender, running: Started, workload: WorkloadName): Promise<void> => {
       const args = wrkArguments(contender, workload)
-      if (warm) await wrkWhileSampling(running, { ...args, key: contender.key, duration: WARM_UP, pinned: contender.pinned })
+      await wrkWhileSampling(running, { ...args, key: contender.key, duration: WARM_UP, pinned: contender.pinned })
       const result = await wrkWhileSampling(running, { ...args, key: contender.key, duration: DURATION, pinned: contender.pinned })
       const id = `${contender.name}|${workload}`
       results.set(id, [...(results.get(id) ?? []), result])
       console.log(`round ${round}  ${contender.name.padEnd(46)} ${workload.padEnd(7)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  peak RSS ${result.peakRssMb.toFixed(0)} MB  non-2xx ${result.non2xx}  errors ${result.errors}`)
+    }
+
+    /** Starts the contender afresh, measures those of `workloads` it runs, one after the other, and stops it. */
+    const measureFresh = async (round: number, contender: Contender, workloads: WorkloadName[]): Promise<void> => {
+      const instance = await start(contender)
+      try {
+        for (const workload of workloads) if (contender.workloads.includes(workload)) await measure(round, contender, instance.running, workload)
+      } finally {
+        await stop(instance)
+      }
     }
 
     // Reads: every run has its contender to itself, freshly started on fresh data and warmed up,
@@ -159,29 +170,13 @@ async function main (): Promise<void> {
     const READS: WorkloadName[] = ['list', 'status', 'get']
     for (let round = 1; round <= ROUNDS; round++) {
       for (const workload of READS) {
-        for (const contender of contenders.filter((c) => c.workloads.includes(workload))) {
-          const instance = await start(contender)
-          try {
-            await measure(round, contender, instance.running, workload, true)
-          } finally {
-            await stop(instance)
-          }
-        }
+        for (const contender of contenders.filter((c) => c.workloads.includes(workload))) await measureFresh(round, contender, [workload])
       }
     }
     // Writes: each round starts every writing contender on a fresh copy of its data.
     const WRITES: WorkloadName[] = ['post', 'mixed']
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const contender of contenders.filter((c) => c.workloads.some((workload) => WRITES.includes(workload)))) {
-        const instance = await start(contender)
-        try {
-          for (const workload of WRITES) {
-            if (contender.workloads.includes(workload)) await measure(round, contender, instance.running, workload, true)
-          }
-        } finally {
-          await stop(instance)
-        }
-      }
+      for (const contender of contenders.filter((c) => c.workloads.some((workload) => WRITES.includes(workload)))) await measureFresh(round, contender, WRITES)
     }
     writeReport({
       file: join(root, 'bench', 'results', 'latest.md'),
