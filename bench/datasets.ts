@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
-import { root } from './support.js'
+import { root, syncToDisk } from './support.js'
 
 const run = promisify(execFile)
 const CLI = join(root, 'dist', 'cli', 'main.js')
@@ -30,7 +30,9 @@ async function seed (databaseUrl: string, count: number): Promise<string> {
 }
 
 export async function seededSqlite (path: string, count: number): Promise<{ path: string, key: string }> {
-  return { path, key: await seed(`sqlite:${path}`, count) }
+  const key = await seed(`sqlite:${path}`, count)
+  syncToDisk(path)
+  return { path, key }
 }
 
 async function admin<T> (work: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -61,7 +63,9 @@ export async function seededPostgres (name: string, count: number): Promise<{ ur
     return undefined
   }
   const url = databaseUrl(name)
-  return { url, key: await seed(url, count) }
+  const key = await seed(url, count)
+  await admin(async (client) => { await client.query('CHECKPOINT') })
+  return { url, key }
 }
 
 /** A copy of a seeded database (same rows, same keys), made by PostgreSQL from it as a template. */
@@ -69,6 +73,8 @@ export async function copyPostgresDatabase (template: string, name: string): Pro
   await admin(async (client) => {
     await client.query(`DROP DATABASE IF EXISTS ${name}`)
     await client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`)
+    // Written out now rather than by the next timed checkpoint, in the middle of some contender's run.
+    await client.query('CHECKPOINT')
   })
   return { name, url: databaseUrl(name) }
 }

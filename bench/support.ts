@@ -4,6 +4,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { closeSync, fsyncSync, openSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
@@ -87,6 +88,16 @@ export async function freePort (): Promise<number> {
   server.close()
   await once(server, 'close')
   return port
+}
+
+/** Writes a file's dirty pages out now, so that the kernel does not write them back during a later measurement. */
+export function syncToDisk (path: string): void {
+  const fd = openSync(path, 'r+')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
 }
 
 /** "2 × Intel(R) Xeon(R) Processor" */
