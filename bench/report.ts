@@ -18,6 +18,10 @@ export interface ReportInput {
 }
 
 export const CEILING = 'ceiling (bare node:http)'
+/** The ceiling keeping each create in a log file: one fdatasync per create, one per batch, none. */
+export const CEILING_SYNCED_EACH = `${CEILING}, each create synced alone`
+export const CEILING_SYNCED = `${CEILING}, one sync per batch`
+export const CEILING_WRITTEN = `${CEILING}, creates written, not synced`
 const RSS_LIMIT_MB = 120
 
 export function writeReport (input: ReportInput): void {
@@ -100,6 +104,7 @@ export function writeReport (input: ReportInput): void {
     '',
     `- Deep walk p99 on ${input.large.toLocaleString('en')} animals against 10,000, round by round: ${walkP99Ratios.map((value) => fixed(value)).join(', ')}×.`,
     `- Group commit, round by round: ${roundRatios(sqlite, `${sqlite}, one transaction per create`, 'post').map((value) => fixed(value)).join(', ')}× one transaction per create; ${roundRatios(sqlite, `${sqlite}, durability off`, 'post').map((value) => fixed(value)).join(', ')}× the rate with durability off.`,
+    `- What durability allows on this machine: the ceiling, appending each create to a log file and answering only then, with the same group commit, ran at ${fixed(pairedRatio(CEILING_SYNCED, CEILING_SYNCED_EACH, 'post'))}× its rate with each create synced alone and ${fixed(pairedRatio(CEILING_SYNCED, CEILING_WRITTEN, 'post'))}× its rate with nothing synced (round by round: ${roundRatios(CEILING_SYNCED, CEILING_WRITTEN, 'post').map((value) => fixed(value)).join(', ')}×). These two ratios are what target 4 asks of the service, for a server that does nothing else.`,
     `- Cost of metrics (throughput lost with METRICS_ENABLED=true against false, same run; negative means the metrics run was faster, i.e. noise): ${costs.join('; ')}.`,
     `- More cores (WEB_CONCURRENCY, server and wrk unpinned on this ${input.machine} machine): list ${fixed(pairedRatio(two, one, 'list'))}× and creates ${fixed(pairedRatio(two, one, 'post'))}× from 1 to 2 workers. wrk needs a core of its own, so two workers here share two cores with the load generator.`,
     '- Creates are durable: each 201 is sent after its group-committed transaction is on disk (SQLite: WAL, synced by an fdatasync that began after the commit, as synchronous=FULL would; PostgreSQL: its own fsync settings). "Durability off" is SQLITE_SYNCHRONOUS=off; "one transaction per create" is WRITE_BATCH_SIZE=1, each create committed and synced alone.',

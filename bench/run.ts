@@ -13,7 +13,7 @@ import { machine, root, syncToDisk } from './support.js'
 import { installJsonServer, jsonServerDatabase } from './peers.js'
 import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlite } from './datasets.js'
 import { median, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
-import { CEILING, writeReport } from './report.js'
+import { CEILING, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, writeReport } from './report.js'
 
 /**
  * Five short rounds rather than three long ones, in about the same time: on a shared host one
@@ -93,16 +93,24 @@ async function main (): Promise<void> {
      * kernel writes dirty pages back after 30 s, and a copy of the 1,000,000-animal file written back
      * then landed in whichever run came next.
      */
-    const sqliteCopies: string[] = []
+    const runFiles: string[] = []
     const sqliteCopy = (seeded: string): string => {
       const path = join(dir, `fresh-${basename(seeded)}`)
       copyFileSync(seeded, path)
       syncToDisk(path)
-      sqliteCopies.push(path)
+      runFiles.push(path)
       return path
     }
-    const removeCopies = (): void => {
-      for (const path of sqliteCopies.splice(0)) for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true })
+    const removeRunFiles = (): void => {
+      for (const path of runFiles.splice(0)) for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true })
+    }
+    const ceiling = (env: Record<string, string> = {}): { argv: string[], env: Record<string, string> } =>
+      ({ argv: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: small.key, ...env } })
+    /** The ceiling keeping its creates in a log of its own (see ceiling-server.mjs), removed when it stops. */
+    const ceilingWithLog = (creates: string) => (): { argv: string[], env: Record<string, string> } => {
+      const path = join(dir, 'ceiling-creates.log')
+      runFiles.push(path)
+      return ceiling({ BENCH_CREATES: creates, BENCH_LOG_FILE: path })
     }
     const service = (env: Record<string, string>): { argv: string[], env: Record<string, string> } =>
       ({ argv: ['node', ...SERVICE_NODE_FLAGS, CLI, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL, ...env } })
@@ -112,7 +120,10 @@ async function main (): Promise<void> {
     // ceiling before it, the 1,000,000-animal walk with the 10,000-animal one), measured seconds apart.
     // Creates take their turns in an order of their own (below).
     const contenders: Contender[] = [
-      { name: CEILING, animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => ({ argv: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: small.key } }) },
+      { name: CEILING, animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => ceiling() },
+      { name: CEILING_SYNCED_EACH, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('synced-each') },
+      { name: CEILING_SYNCED, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('synced') },
+      { name: CEILING_WRITTEN, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('written') },
       { name: 'animal-store SQLite', animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }) },
       oneTransactionPerCreate,
       { name: 'animal-store SQLite, durability off', animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, SQLITE_SYNCHRONOUS: 'off' }) },
@@ -150,7 +161,7 @@ async function main (): Promise<void> {
     }
     const stop = async ({ running, copy }: { running: Started, copy: { name: string } | undefined }): Promise<void> => {
       await stopContender(running)
-      removeCopies()
+      removeRunFiles()
       if (copy !== undefined) await dropPostgresDatabase(copy.name)
     }
     /** One warmed-up run of a workload. */
