@@ -2,11 +2,14 @@
 import { writeFileSync } from 'node:fs'
 import type { Contender, WorkloadName } from './run.js'
 import { median, type Measurement } from './measure.js'
+import type { HostConditions } from './support.js'
 
 export interface ReportInput {
   file: string
   date: string
   machine: string
+  /** The host probed at the start and at the end of the run. */
+  host: [HostConditions, HostConditions]
   command: string
   contenders: Contender[]
   workloads: Record<WorkloadName, string>
@@ -47,6 +50,11 @@ export function writeReport (input: ReportInput): void {
   const ratio = (contender: string, workload: WorkloadName): number => pairedRatio(contender, CEILING, workload)
   const largeWorkloads = (name: string): WorkloadName[] => contenders.find((c) => c.name === name)?.workloads ?? []
   const peakLarge = Math.max(...[large(sqlite), large('animal-store PostgreSQL')].flatMap((name) => largeWorkloads(name).map((w) => of(name, w, 'peakRssMb'))).filter(Number.isFinite))
+  const ceilingLists = runs(CEILING, 'list').map((run) => run.rps)
+  const [slowest = '', fastest = ''] = [Math.min(...ceilingLists), Math.max(...ceilingLists)].map((rps) => fixed(rps, 0))
+  const ceilingSpread = ceilingLists.length === 0
+    ? ''
+    : ` The ceiling answered ${slowest === fastest ? slowest : `${slowest}–${fastest}`} lists a second${ceilingLists.length > 1 ? ' from one round to the next' : ''}.`
   const allRuns = [...results.values()].flat()
   const bad = allRuns.reduce((sum, run) => sum + run.non2xx + run.errors, 0)
   const ourBad = [...results.entries()].filter(([id]) => id.startsWith('animal-store')).flatMap(([, r]) => r).reduce((sum, run) => sum + run.non2xx + run.errors, 0)
@@ -69,6 +77,8 @@ export function writeReport (input: ReportInput): void {
     '',
     `Date: ${input.date}. Machine: ${input.machine}, Node.js ${process.version}.`,
     `Command: \`${input.command}\`. The whole run took ${input.minutes.toFixed(1)} minutes.`,
+    '',
+    `Host at the start and the end of the run (\`bench/host-probe.mjs\`, on core 0): a 4 KB fdatasync took ${input.host.map(({ syncUs }) => fixed(syncUs, 0)).join(' and ')} µs (median of 300), encoding and decoding a 20-animal page 2,000 times took ${input.host.map(({ cpuMs }) => fixed(cpuMs, 1)).join(' and ')} ms (median of 7).${ceilingSpread}`,
     '',
     '## Targets',
     '',

@@ -9,7 +9,7 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
-import { machine, root, syncToDisk } from './support.js'
+import { hostConditions, machine, root, syncToDisk } from './support.js'
 import { installJsonServer, jsonServerDatabase } from './peers.js'
 import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlite } from './datasets.js'
 import { median, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
@@ -86,6 +86,7 @@ async function main (): Promise<void> {
     const postgresLarge = postgresSmall === undefined ? undefined : await seededPostgres('animal_store_bench_large', LARGE)
     const jsonServer = await installJsonServer()
     const jsonDb = join(dir, 'json-server-db.json')
+    const hostAtStart = hostConditions(join(dir, 'host-probe.bin'))
 
     /**
      * Every start of a SQLite contender gets a fresh copy of the seeded file: creates never leak into the
@@ -206,8 +207,10 @@ async function main (): Promise<void> {
       for (const contender of createTurns) await measureFresh(round, contender, ['post'])
       for (const contender of contenders.filter((c) => c.workloads.includes('mixed'))) await measureFresh(round, contender, ['mixed'])
     }
+    const hostAtEnd = hostConditions(join(dir, 'host-probe.bin'))
     writeReport({
       file: join(root, 'bench', 'results', 'latest.md'),
+      host: [hostAtStart, hostAtEnd],
       date: new Date().toISOString(),
       machine: machine(),
       command: `npm run bench (wrk -t1, ${DURATION} per run after ${WARM_UP} of warm-up, ${ROUNDS} interleaved rounds, medians; ${SMALL.toLocaleString('en')} and ${LARGE.toLocaleString('en')} animals seeded with animal-store seed; pinned contenders on core 0 and wrk on core 1; LOG_LEVEL=${LOG_LEVEL})`,

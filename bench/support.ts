@@ -100,5 +100,13 @@ export function syncToDisk (path: string): void {
   }
 }
 
+export interface HostConditions { syncUs: number, cpuMs: number }
+
+/** A 4 KB fdatasync and a fixed piece of JavaScript, timed on core 0 by bench/host-probe.mjs (its comment says why). */
+export function hostConditions (scratchFile: string): HostConditions {
+  const [file = 'node', ...args] = pin(0, ['node', join(root, 'bench', 'host-probe.mjs'), scratchFile])
+  return JSON.parse(execFileSync(file, args, { encoding: 'utf8' })) as HostConditions
+}
+
 /** "2 × Intel(R) Xeon(R) Processor" */
 export const machine = (): string => `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}`
