@@ -59,14 +59,17 @@ export function writeReport (input: ReportInput): void {
   const bad = allRuns.reduce((sum, run) => sum + run.non2xx + run.errors, 0)
   const ourBad = [...results.entries()].filter(([id]) => id.startsWith('animal-store')).flatMap(([, r]) => r).reduce((sum, run) => sum + run.non2xx + run.errors, 0)
 
+  /** A target row for a ratio held to a line: the ratio printed beside the line, and whether it holds. */
+  const atLeast = (name: string, value: number, line: number): [string, string, boolean] => [name, `${against(value, line)}×`, value >= line]
+  const walkP99 = median(walkP99Ratios)
   const targets: Array<[string, string, boolean]> = [
-    ['1. `GET /v1/pets?limit=20`, 10,000 animals: ≥ 0.60× ceiling', `${against(ratio(sqlite, 'list'), 0.6)}×`, ratio(sqlite, 'list') >= 0.6],
-    [`2. status filter following next links, ${input.large.toLocaleString('en')} animals: ≥ 0.50× ceiling`, `${against(ratio(large(sqlite), 'status'), 0.5)}×`, ratio(large(sqlite), 'status') >= 0.5],
-    ['2. … p99 within 1.2× of the same on 10,000 animals', `${against(median(walkP99Ratios), 1.2)}× (medians ${fixed(of(large(sqlite), 'status', 'p99Ms'))} ms vs ${fixed(of(sqlite, 'status', 'p99Ms'))} ms)`, median(walkP99Ratios) <= 1.2],
-    ['3. `GET /v1/pets/{random id}`: ≥ 0.65× ceiling', `${against(ratio(sqlite, 'get'), 0.65)}×`, ratio(sqlite, 'get') >= 0.65],
-    ['4. durable creates: ≥ 10× one transaction per create', `${against(pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post'), 10)}×`, pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post') >= 10],
-    ['4. … and ≥ 0.8× the rate with durability off', `${against(pairedRatio(sqlite, `${sqlite}, durability off`, 'post'), 0.8)}×`, pairedRatio(sqlite, `${sqlite}, durability off`, 'post') >= 0.8],
-    ['5. mixed 90 % reads / 10 % creates: ≥ 0.40× the ceiling\'s read rate', `${against(ratio(sqlite, 'mixed'), 0.4)}×`, ratio(sqlite, 'mixed') >= 0.4],
+    atLeast('1. `GET /v1/pets?limit=20`, 10,000 animals: ≥ 0.60× ceiling', ratio(sqlite, 'list'), 0.6),
+    atLeast(`2. status filter following next links, ${input.large.toLocaleString('en')} animals: ≥ 0.50× ceiling`, ratio(large(sqlite), 'status'), 0.5),
+    ['2. … p99 within 1.2× of the same on 10,000 animals', `${against(walkP99, 1.2)}× (medians ${fixed(of(large(sqlite), 'status', 'p99Ms'))} ms vs ${fixed(of(sqlite, 'status', 'p99Ms'))} ms)`, walkP99 <= 1.2],
+    atLeast('3. `GET /v1/pets/{random id}`: ≥ 0.65× ceiling', ratio(sqlite, 'get'), 0.65),
+    atLeast('4. durable creates: ≥ 10× one transaction per create', pairedRatio(sqlite, `${sqlite}, one transaction per create`, 'post'), 10),
+    atLeast('4. … and ≥ 0.8× the rate with durability off', pairedRatio(sqlite, `${sqlite}, durability off`, 'post'), 0.8),
+    atLeast('5. mixed 90 % reads / 10 % creates: ≥ 0.40× the ceiling\'s read rate', ratio(sqlite, 'mixed'), 0.4),
     [`6. peak RSS ≤ ${RSS_LIMIT_MB} MB in every workload at ${input.large.toLocaleString('en')} animals`, `${fixed(peakLarge, 0)} MB at most`, peakLarge <= RSS_LIMIT_MB],
     [`6. start-up to first answered request on ${input.large.toLocaleString('en')} animals ≤ 1 s`, `${fixed(input.startupMs, 0)} ms`, input.startupMs <= 1000],
     ['no non-2xx answers or socket errors from animal-store', `${ourBad}`, ourBad === 0]
