@@ -1,4 +1,4 @@
-import { connect, type Socket } from 'node:net'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { once } from 'node:events'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -57,7 +57,71 @@ describe('rate limiting', () => {
     }
     assert.deepEqual(statuses, [200, 200, 200, 429])
   })
+
+  test('counts from the first request when Redis is slow to answer: start-up waits for it', async (t) => {
+    if (!await redisAvailable()) {
+      t.skip('Redis is not reachable')
+      return
+    }
+    const slowRedis = await slowToAnswer(REDIS_URL, 300)
+    t.after(() => slowRedis.close())
+    const { app, auth } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', REDIS_URL: slowRedis.url })
+    const statuses: number[] = []
+    for (let request = 0; request < 2; request++) statuses.push((await app.inject({ url: '/v1/pets', headers: auth })).statusCode)
+    assert.deepEqual(statuses, [200, 429])
+  })
+
+  test('lets requests through, uncounted, when Redis is not there', async (t) => {
+    const closedPort = await unusedPort()
+    const { app, auth } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '1', REDIS_URL: `redis://127.0.0.1:${closedPort}` })
+    for (let request = 0; request < 3; request++) {
+      const response = await app.inject({ url: '/v1/pets', headers: auth })
+      assert.equal(response.statusCode, 200, response.body)
+    }
+  })
 })
+
+/** A proxy to Redis that forwards nothing, either way, until `delayMs` after each connection arrives. */
+async function slowToAnswer (redisUrl: string, delayMs: number): Promise<{ url: string, close: () => Promise<void> }> {
+  const target = new URL(redisUrl)
+  const sockets = new Set<Socket>()
+  const proxy = createServer((client) => {
+    client.pause()
+    sockets.add(client)
+    const timer = setTimeout(() => {
+      const upstream = connect(Number(target.port || 6379), target.hostname, () => {
+        client.pipe(upstream).pipe(client)
+        client.resume()
+      })
+      sockets.add(upstream)
+      upstream.on('error', () => client.destroy())
+    }, delayMs)
+    client.on('error', () => {})
+    client.on('close', () => clearTimeout(timer))
+  })
+  proxy.listen(0, '127.0.0.1')
+  await once(proxy, 'listening')
+  const { port } = proxy.address() as AddressInfo
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      proxy.close()
+      await once(proxy, 'close')
+    }
+  }
+}
+
+/** A loopback port nothing listens on. */
+async function unusedPort (): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  server.close()
+  await once(server, 'close')
+  return port
+}
 
 describe('load shedding', () => {
   test('answers 503 service_unavailable with Retry-After while the event loop lags, then recovers', { timeout: 30_000 }, async (t) => {

@@ -1,9 +1,14 @@
+import { once } from 'node:events'
 import type { FastifyInstance } from 'fastify'
+import type { Redis } from 'ioredis'
 import underPressure from '@fastify/under-pressure'
 import { ApiError } from '../../core/errors.js'
 import { sendError } from './errors.js'
 
 const RATE_LIMIT_WINDOW_MS = 60_000
+const REDIS_CONNECT_TIMEOUT_MS = 500
+/** Beyond the connect timeout: the client's ready check (an INFO round trip) follows the connection. */
+const REDIS_FIRST_CONNECTION_WAIT_MS = 2 * REDIS_CONNECT_TIMEOUT_MS
 const POLICY = '"per-key"'
 
 /** Right after start-up, compiling schemas and warming the JIT stalls the loop once; that is no overload. */
@@ -53,9 +58,12 @@ export async function registerRateLimit (app: FastifyInstance, options: { perMin
   const { default: rateLimit } = await import('@fastify/rate-limit')
   const redis = options.redisUrl === undefined
     ? undefined
-    : new (await import('ioredis')).Redis(options.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
+    : new (await import('ioredis')).Redis(options.redisUrl, { connectTimeout: REDIS_CONNECT_TIMEOUT_MS, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
   redis?.on('error', (error) => app.log.warn({ err: error }, 'rate-limit Redis unavailable'))
-  if (redis) app.addHook('onClose', async () => { redis.disconnect() })
+  if (redis) {
+    app.addHook('onClose', async () => { redis.disconnect() })
+    await firstConnection(redis)
+  }
 
   await app.register(rateLimit, {
     max: options.perMinute,
@@ -82,6 +90,18 @@ export async function registerRateLimit (app: FastifyInstance, options: { perMin
     reply.header('ratelimit-policy', `${POLICY};q=${String(limit)};w=${RATE_LIMIT_WINDOW_MS / 1000}`)
     reply.header('ratelimit', `${POLICY};r=${String(remaining)};t=${String(reset)}`)
   })
+}
+
+/**
+ * Until its first connection is ready the client refuses commands (no offline queue), and a
+ * refused count lets the request through: an instance that answered before then would start
+ * with requests it never counted. Start-up waits for the connection, or for its first failure
+ * (a refused connection, or the connect timeout), after which requests pass uncounted, as
+ * whenever Redis is unreachable, until the client reconnects.
+ */
+async function firstConnection (redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return
+  await once(redis, 'ready', { signal: AbortSignal.timeout(REDIS_FIRST_CONNECTION_WAIT_MS) }).catch(() => {})
 }
 
 const EXPOSED_HEADERS = ['Link', 'Location', 'ETag', 'Deprecation', 'Sunset', 'X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy']
