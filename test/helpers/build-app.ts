@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { inject, type DispatchFunc, type InjectOptions, type Response as LightMyRequestResponse } from 'light-my-request'
 import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
@@ -81,10 +81,10 @@ function injectThroughServer (app: FastifyInstance): void {
   app.inject = injectThrough as FastifyInstance['inject']
 }
 
-/** The real application on a fresh SQLite file, with one account and key; use app.inject. */
-export async function buildTestApp (t: TestContext, env: Record<string, string> = {}): Promise<TestApp> {
+/** The real application on a fresh SQLite file, with one account and key; use app.inject. Logs nothing unless given a logger. */
+export async function buildTestApp (t: TestContext, env: Record<string, string> = {}, logger: FastifyBaseLogger = pino({ level: 'silent' })): Promise<TestApp> {
   const { store, dbPath, databaseUrl } = await openTestStore(t)
-  const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger: pino({ level: 'silent' }) })
+  const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger })
   injectThroughServer(app)
   t.after(() => app.close())
   const key = await createTestKey(store)

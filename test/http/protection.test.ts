@@ -1,5 +1,6 @@
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { once } from 'node:events'
+import { Writable } from 'node:stream'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
@@ -124,8 +125,15 @@ async function unusedPort (): Promise<number> {
 }
 
 describe('load shedding', () => {
-  test('answers 503 service_unavailable with Retry-After while the event loop lags, then recovers', { timeout: 30_000 }, async (t) => {
-    const { app, auth } = await buildTestApp(t, { LOAD_SHED_EVENT_LOOP_DELAY_MS: '50' })
+  test('answers 503 service_unavailable with Retry-After while the event loop lags, says so in a warning, then recovers', { timeout: 30_000 }, async (t) => {
+    const warnings: Array<Record<string, unknown>> = []
+    const sink = new Writable({
+      write (chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) warnings.push(JSON.parse(line) as Record<string, unknown>)
+        done()
+      }
+    })
+    const { app, auth } = await buildTestApp(t, { LOAD_SHED_EVENT_LOOP_DELAY_MS: '50' }, pino({ level: 'warn' }, sink))
     await app.ready()
     let shed: { statusCode: number, headers: Record<string, unknown>, body: string } | undefined
     for (let attempt = 0; attempt < 20 && shed === undefined; attempt++) {
@@ -142,6 +150,11 @@ describe('load shedding', () => {
     assert.ok(shed, 'no request was shed although the event loop was blocked')
     assert.deepEqual(JSON.parse(shed.body), { code: 'service_unavailable', message: 'the service is overloaded; retry shortly', status: 503 })
     assert.equal(shed.headers['retry-after'], '1')
+    const warning = warnings.find((line) => line.msg === 'the event loop lags: shedding requests with 503')
+    assert.ok(warning, JSON.stringify(warnings))
+    assert.equal(warning.limitMs, 50)
+    assert.ok(typeof warning.eventLoopDelayMs === 'number' && warning.eventLoopDelayMs > 50, JSON.stringify(warning))
+    assert.equal(warning.shed, 1)
     let status = 503
     for (let attempt = 0; attempt < 200 && status !== 200; attempt++) {
       status = (await app.inject({ url: '/v1/pets', headers: auth })).statusCode

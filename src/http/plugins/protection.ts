@@ -27,20 +27,33 @@ export function registerDrainRefusal (app: FastifyInstance): void {
   })
 }
 
+/** While requests are shed, one warning at most this often says how many and why. */
+const SHED_WARNING_INTERVAL_MS = 1000
+
 /**
  * Sheds load with 503 and Retry-After while the event loop lags, so latency stays
- * bounded instead of every request queueing behind the backlog.
+ * bounded instead of every request queueing behind the backlog. Shedding is logged as a
+ * warning, at most once a second, with the loop's delay and the requests shed since the last one.
  */
 export async function registerLoadShedding (app: FastifyInstance, maxEventLoopDelayMs: number): Promise<void> {
   if (maxEventLoopDelayMs === 0) return
   let readyAt = Infinity
+  let shedSinceWarning = 0
+  let lastWarningAt = -Infinity
   app.addHook('onReady', async () => { readyAt = Date.now() })
   await app.register(underPressure, {
     maxEventLoopDelay: maxEventLoopDelayMs,
     sampleInterval: Math.min(100, maxEventLoopDelayMs),
     // Returning without sending lets the request through; once a reply is sent, Fastify runs no further hook.
-    pressureHandler: (_request, reply) => {
-      if (Date.now() - readyAt < WARM_UP_MS) return
+    pressureHandler: (_request, reply, _type, eventLoopDelayMs) => {
+      const now = Date.now()
+      if (now - readyAt < WARM_UP_MS) return
+      shedSinceWarning++
+      if (now - lastWarningAt >= SHED_WARNING_INTERVAL_MS) {
+        app.log.warn({ eventLoopDelayMs, limitMs: maxEventLoopDelayMs, shed: shedSinceWarning }, 'the event loop lags: shedding requests with 503')
+        lastWarningAt = now
+        shedSinceWarning = 0
+      }
       sendError(reply, new ApiError('service_unavailable', 'the service is overloaded; retry shortly', { 'retry-after': '1' }))
     }
   })
