@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { freePort, parseWrk, pin, stop } from './support.js'
 
 export interface Started { child: ChildProcess, pid: number, baseUrl: string, startedAt: number }
@@ -16,13 +17,21 @@ export const median = (values: number[]): number => {
   return sorted.length === 0 ? NaN : (sorted[Math.floor((sorted.length - 1) / 2)] ?? NaN)
 }
 
-/** Starts the command `commandFor(port)` gives on a free port (also in PORT), on core 0 when pinned. */
+/** A pino line at warn level or above ("level":40, 50 or 60). */
+const WARNING = /"level":[456]0\b/
+
+/**
+ * Starts the command `commandFor(port)` gives on a free port (also in PORT), on core 0 when pinned.
+ * Its warnings and errors (the service logs at LOG_LEVEL=warn) are shown on standard error, so
+ * that an answer other than 2xx, such as a request shed while the host stalled, comes with its reason.
+ */
 export async function startContender (commandFor: (port: number) => { argv: string[], env: Record<string, string> }, pinned: boolean): Promise<Started> {
   const port = await freePort()
   const { argv, env } = commandFor(port)
   const [file = 'node', ...args] = pinned ? pin(0, argv) : argv
   const startedAt = performance.now()
-  const child = spawn(file, args, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = spawn(file, args, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] })
+  createInterface({ input: child.stdout }).on('line', (line) => { if (WARNING.test(line)) console.error(`  contender on port ${port}: ${line}`) })
   return { child, pid: child.pid ?? 0, baseUrl: `http://127.0.0.1:${port}`, startedAt }
 }
 
