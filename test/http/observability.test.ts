@@ -1,10 +1,10 @@
-import { Writable } from 'node:stream'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { buildTestApp, createTestKey, openTestStore, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
+import { logLineSink } from '../helpers/log-lines.js'
 
 describe('metrics', () => {
   test('GET /metrics counts requests by route template and status, key-cache lookups, storage calls and the process', async (t) => {
@@ -63,13 +63,7 @@ describe('metrics', () => {
 
 describe('trace context', () => {
   test('a valid traceparent puts the trace id on every log line of the request; an invalid one is ignored', async (t) => {
-    const lines: Array<Record<string, unknown>> = []
-    const sink = new Writable({
-      write (chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
-        done()
-      }
-    })
+    const { sink, lines } = logLineSink()
     const { store } = await openTestStore(t)
     const key = await createTestKey(store)
     const app = await buildApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'info' }, sink) })

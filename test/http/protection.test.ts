@@ -1,12 +1,12 @@
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { once } from 'node:events'
-import { Writable } from 'node:stream'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { buildTestApp, createTestKey, TEST_DEFAULTS } from '../helpers/build-app.js'
+import { logLineSink } from '../helpers/log-lines.js'
 import { redisAvailable, REDIS_URL } from '../helpers/redis.js'
 import { routePaths } from '../helpers/routes.js'
 import { startServer } from '../helpers/start-server.js'
@@ -126,13 +126,7 @@ async function unusedPort (): Promise<number> {
 
 describe('load shedding', () => {
   test('answers 503 service_unavailable with Retry-After while the event loop lags, says so in a warning, then recovers', { timeout: 30_000 }, async (t) => {
-    const warnings: Array<Record<string, unknown>> = []
-    const sink = new Writable({
-      write (chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) warnings.push(JSON.parse(line) as Record<string, unknown>)
-        done()
-      }
-    })
+    const { sink, lines: warnings } = logLineSink()
     const { app, auth } = await buildTestApp(t, { LOAD_SHED_EVENT_LOOP_DELAY_MS: '50' }, pino({ level: 'warn' }, sink))
     await app.ready()
     let shed: { statusCode: number, headers: Record<string, unknown>, body: string } | undefined
