@@ -4,6 +4,7 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
+import { shedsFor } from '../../src/http/plugins/protection.js'
 import { loadConfig } from '../../src/config.js'
 import { buildTestApp, createTestKey, TEST_DEFAULTS } from '../helpers/build-app.js'
 import { logLineSink } from '../helpers/log-lines.js'
@@ -125,6 +126,14 @@ async function unusedPort (): Promise<number> {
 }
 
 describe('load shedding', () => {
+  test('sheds only for an event-loop delay measured above the limit, not for one the histogram could not measure', () => {
+    assert.equal(shedsFor(1200, 1000), true)
+    assert.equal(shedsFor(1000, 1000), false)
+    assert.equal(shedsFor(300, 1000), false)
+    assert.equal(shedsFor(Infinity, 1000), false)
+    assert.equal(shedsFor(undefined, 1000), false)
+  })
+
   test('answers 503 service_unavailable with Retry-After while the event loop lags, says so in a warning, then recovers', { timeout: 30_000 }, async (t) => {
     const { sink, lines: warnings } = logLineSink()
     const { app, auth } = await buildTestApp(t, { LOAD_SHED_EVENT_LOOP_DELAY_MS: '50' }, pino({ level: 'warn' }, sink))

@@ -31,6 +31,16 @@ export function registerDrainRefusal (app: FastifyInstance): void {
 const SHED_WARNING_INTERVAL_MS = 1000
 
 /**
+ * Whether a request is shed for this event-loop delay: only for one measured above the limit.
+ * @fastify/under-pressure reports Infinity when its delay histogram got no sample in the last
+ * interval (100 ms at most), which says that the loop stalled, not that it stalled past the
+ * limit: a test saw it after a 300 ms stall, which the default limit of 1000 ms must let pass.
+ */
+export function shedsFor (eventLoopDelayMs: number | undefined, limitMs: number): boolean {
+  return eventLoopDelayMs !== undefined && Number.isFinite(eventLoopDelayMs) && eventLoopDelayMs > limitMs
+}
+
+/**
  * Sheds load with 503 and Retry-After while the event loop lags, so latency stays
  * bounded instead of every request queueing behind the backlog. Shedding is logged as a
  * warning, at most once a second, with the loop's delay and the requests shed since the last one.
@@ -47,7 +57,7 @@ export async function registerLoadShedding (app: FastifyInstance, maxEventLoopDe
     // Returning without sending lets the request through; once a reply is sent, Fastify runs no further hook.
     pressureHandler: (_request, reply, _type, eventLoopDelayMs) => {
       const now = Date.now()
-      if (now - readyAt < WARM_UP_MS) return
+      if (now - readyAt < WARM_UP_MS || !shedsFor(eventLoopDelayMs, maxEventLoopDelayMs)) return
       shedSinceWarning++
       if (now - lastWarningAt >= SHED_WARNING_INTERVAL_MS) {
         app.log.warn({ eventLoopDelayMs, limitMs: maxEventLoopDelayMs, shed: shedSinceWarning }, 'the event loop lags: shedding requests with 503')
