@@ -1,6 +1,6 @@
 // Builds dist/cli/main.js, the one file the bin, `npm start` and the image run. The CLI and the
 // server it starts are bundled into it: Node then reads and compiles one module instead of
-// hundreds, which halves start-up (see README, Performance). Type checking is tsc's job.
+// hundreds, which halves start-up (see docs/performance.md). Type checking is tsc's job.
 import { chmodSync, cpSync, rmSync } from 'node:fs'
 import { build } from 'esbuild'
 

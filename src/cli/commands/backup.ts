@@ -12,7 +12,7 @@ export const backup: Command = {
     if (target === undefined || target === '') throw new CliError('--to is required')
     if (existsSync(target)) throw new CliError(`${target} exists; choose a new file`)
     await withStore(context, async (store) => {
-      if (store.backupTo === undefined) throw new CliError('backup copies SQLite databases; for PostgreSQL use pg_dump (see the README)')
+      if (store.backupTo === undefined) throw new CliError('backup copies SQLite databases; for PostgreSQL use pg_dump (see docs/operations.md)')
       await store.backupTo(target)
     })
     context.stdout(`Backed up to ${target}.`)
