@@ -4,11 +4,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
-import { createInterface } from 'node:readline'
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { freePort, parseWrk, pin, stop } from './support.js'
 
-export interface Started { child: ChildProcess, pid: number, baseUrl: string, startedAt: number }
+export interface Started { child: ChildProcess, pid: number, baseUrl: string, startedAt: number, logFile: string }
 
 export interface Measurement { rps: number, requests: number, p50Ms: number, p99Ms: number, non2xx: number, errors: number, peakRssMb: number }
 
@@ -22,17 +23,21 @@ const WARNING = /"level":[456]0\b/
 
 /**
  * Starts the command `commandFor(port)` gives on a free port (also in PORT), on core 0 when pinned.
- * Its warnings and errors (the service logs at LOG_LEVEL=warn) are shown on standard error, so
- * that an answer other than 2xx, such as a request shed while the host stalled, comes with its reason.
+ * Its log goes to a file, as a service's log goes to a file or a log shipper (a contender logging
+ * every request at info would otherwise have this process parse its lines on the load generator's
+ * core); when it stops, its warnings and errors are shown on standard error, so that an answer
+ * other than 2xx, such as a request shed while the host stalled, comes with its reason.
  */
 export async function startContender (commandFor: (port: number) => { argv: string[], env: Record<string, string> }, pinned: boolean): Promise<Started> {
   const port = await freePort()
   const { argv, env } = commandFor(port)
   const [file = 'node', ...args] = pinned ? pin(0, argv) : argv
+  const logFile = join(tmpdir(), `animal-store-bench-${port}.log`)
+  const log = openSync(logFile, 'w')
   const startedAt = performance.now()
-  const child = spawn(file, args, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] })
-  createInterface({ input: child.stdout }).on('line', (line) => { if (WARNING.test(line)) console.error(`  contender on port ${port}: ${line}`) })
-  return { child, pid: child.pid ?? 0, baseUrl: `http://127.0.0.1:${port}`, startedAt }
+  const child = spawn(file, args, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', log, 'inherit'] })
+  closeSync(log)
+  return { child, pid: child.pid ?? 0, baseUrl: `http://127.0.0.1:${port}`, startedAt, logFile }
 }
 
 /** Milliseconds from spawning to the first successful answer to `path` with the key. */
@@ -52,6 +57,8 @@ export async function timeToFirstAnswer (running: Started, path: string, key: st
 
 export async function stopContender (running: Started): Promise<void> {
   await stop(running.child)
+  for (const line of readFileSync(running.logFile, 'utf8').split('\n')) if (WARNING.test(line)) console.error(`  contender at ${running.baseUrl}: ${line}`)
+  rmSync(running.logFile, { force: true })
 }
 
 /** Resident memory of a process and all its descendants (cluster workers), in bytes. */

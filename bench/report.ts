@@ -27,6 +27,21 @@ export const CEILING_SYNCED = `${CEILING}, one sync per batch`
 export const CEILING_WRITTEN = `${CEILING}, creates written, not synced`
 const RSS_LIMIT_MB = 120
 
+/** The service with its defaults, and as an operator who turns every protection on runs it. */
+export const AS_SHIPPED = 'animal-store SQLite, as shipped'
+export const PRODUCTION = 'animal-store SQLite, production profile'
+/**
+ * The production profile: a per-key rate limit shared through Redis (high enough never to refuse
+ * the benchmark's one key: the limiting is counted on every request all the same), CORS for one
+ * origin, metrics on (the default) and the access log at info (the default).
+ */
+export const PRODUCTION_ENV: Record<string, string> = {
+  LOG_LEVEL: 'info',
+  RATE_LIMIT_PER_MINUTE: '100000000',
+  REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+  CORS_ORIGINS: 'https://app.example.com'
+}
+
 export function writeReport (input: ReportInput): void {
   const { contenders, workloads, results } = input
   const runs = (contender: string, workload: WorkloadName): Measurement[] => results.get(`${contender}|${workload}`) ?? []
@@ -72,6 +87,13 @@ export function writeReport (input: ReportInput): void {
     atLeast('5. mixed 90 % reads / 10 % creates: ≥ 0.40× the ceiling\'s read rate', ratio(sqlite, 'mixed'), 0.4),
     [`6. peak RSS ≤ ${RSS_LIMIT_MB} MB in every workload at ${input.large.toLocaleString('en')} animals`, `${fixed(peakLarge, 0)} MB at most`, peakLarge <= RSS_LIMIT_MB],
     [`6. start-up to first answered request on ${input.large.toLocaleString('en')} animals ≤ 1 s`, `${fixed(input.startupMs, 0)} ms`, input.startupMs <= 1000],
+    atLeast('7. production profile, `GET /v1/pets?limit=20`: ≥ 0.60× ceiling', ratio(PRODUCTION, 'list'), 0.6),
+    atLeast('7. production profile, `GET /v1/pets/{random id}`: ≥ 0.60× ceiling', ratio(PRODUCTION, 'get'), 0.6),
+    atLeast('7. production profile, durable creates: ≥ 0.40× ceiling', ratio(PRODUCTION, 'post'), 0.4),
+    ...(['list', 'get', 'post'] as WorkloadName[]).map((workload) =>
+      atLeast(`7. production profile at most 15 % below bare, ${workload}: ≥ 0.85× bare`, pairedRatio(PRODUCTION, sqlite, workload), 0.85)),
+    atLeast('7. bare profile, `GET /v1/pets?limit=20`: ≥ 0.75× ceiling', ratio(sqlite, 'list'), 0.75),
+    atLeast('7. bare profile, `GET /v1/pets/{random id}`: ≥ 0.75× ceiling', ratio(sqlite, 'get'), 0.75),
     ['no non-2xx answers or socket errors from animal-store', `${ourBad}`, ourBad === 0]
   ]
 
@@ -120,6 +142,7 @@ export function writeReport (input: ReportInput): void {
     `- Deep walk p99 on ${input.large.toLocaleString('en')} animals against 10,000, round by round: ${walkP99Ratios.map((value) => fixed(value)).join(', ')}×.`,
     `- Group commit, round by round: ${roundRatios(sqlite, `${sqlite}, one transaction per create`, 'post').map((value) => fixed(value)).join(', ')}× one transaction per create; ${roundRatios(sqlite, `${sqlite}, durability off`, 'post').map((value) => fixed(value)).join(', ')}× the rate with durability off.`,
     `- What durability allows on this machine: the ceiling, appending each create to a log file and answering only then, with the same group commit, ran at ${fixed(pairedRatio(CEILING_SYNCED, CEILING_SYNCED_EACH, 'post'))}× its rate with each create synced alone and ${fixed(pairedRatio(CEILING_SYNCED, CEILING_WRITTEN, 'post'))}× its rate with nothing synced (round by round: ${roundRatios(CEILING_SYNCED, CEILING_WRITTEN, 'post').map((value) => fixed(value)).join(', ')}×). These two ratios are what target 4 asks of the service, for a server that does nothing else.`,
+    `- Profiles, against the bare service (LOG_LEVEL=warn, nothing configured), paired round by round: as shipped (the defaults, LOG_LEVEL=info) ${(['list', 'get', 'post'] as WorkloadName[]).map((workload) => `${workload} ${fixed(pairedRatio(AS_SHIPPED, sqlite, workload))}×`).join(', ')}; production (${Object.entries(PRODUCTION_ENV).filter(([name]) => name !== 'REDIS_URL').map(([name, value]) => `${name}=${value}`).join(', ')}, REDIS_URL, metrics on) ${(['list', 'get', 'post'] as WorkloadName[]).map((workload) => `${workload} ${fixed(pairedRatio(PRODUCTION, sqlite, workload))}×`).join(', ')}.`,
     `- Cost of metrics (throughput lost with METRICS_ENABLED=true against false, same run; negative means the metrics run was faster, i.e. noise): ${costs.join('; ')}.`,
     `- More cores (WEB_CONCURRENCY, server and wrk unpinned on this ${input.machine} machine): list ${fixed(pairedRatio(two, one, 'list'))}× and creates ${fixed(pairedRatio(two, one, 'post'))}× from 1 to 2 workers. wrk needs a core of its own, so two workers here share two cores with the load generator.`,
     '- Creates are durable: each 201 is sent after its group-committed transaction is on disk (SQLite: WAL, synced by an fdatasync that began after the commit, as synchronous=FULL would; PostgreSQL: its own fsync settings). "Durability off" is SQLITE_SYNCHRONOUS=off; "one transaction per create" is WRITE_BATCH_SIZE=1, each create committed and synced alone.',

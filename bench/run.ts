@@ -3,7 +3,9 @@
  * one run with wrk (Debian package `wrk`): server and load generator pinned to different cores
  * when `taskset` exists, contenders interleaved over several rounds, data seeded through the
  * service's own `animal-store seed`. Writes bench/results/latest.md with every target of the
- * performance issue checked. Environment: BENCH_ROUNDS (5), BENCH_DURATION (2s),
+ * performance issue checked. The service runs in three profiles side by side: bare (LOG_LEVEL=warn,
+ * no protection configured), as shipped (the defaults), and production (rate limit shared through
+ * Redis, CORS, metrics, info logs). Environment: BENCH_ROUNDS (5), BENCH_DURATION (2s),
  * BENCH_WARM_UP (1s), BENCH_SMALL (10000), BENCH_LARGE (1000000), BENCH_POSTGRES_URL, BENCH_LOG_LEVEL (warn).
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
@@ -13,7 +15,8 @@ import { hostConditions, machine, root, syncToDisk } from './support.js'
 import { installJsonServer, jsonServerDatabase } from './peers.js'
 import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlite } from './datasets.js'
 import { median, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
-import { CEILING, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, writeReport } from './report.js'
+import { AS_SHIPPED, CEILING, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, PRODUCTION, PRODUCTION_ENV, writeReport } from './report.js'
+import { redisAvailable } from './redis.js'
 
 /**
  * Five short rounds rather than three long ones, in about the same time: on a shared host one
@@ -115,6 +118,15 @@ async function main (): Promise<void> {
     }
     const service = (env: Record<string, string>): { argv: string[], env: Record<string, string> } =>
       ({ argv: ['node', ...SERVICE_NODE_FLAGS, CLI, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL, ...env } })
+    /** The service with nothing but its data configured: the defaults (LOG_LEVEL=info among them), as `npm start` runs it. */
+    const asShipped = (env: Record<string, string>): { argv: string[], env: Record<string, string> } =>
+      ({ argv: ['node', ...SERVICE_NODE_FLAGS, CLI, 'serve'], env: { HOST: '127.0.0.1', ...env } })
+    const withRedis = await redisAvailable()
+    if (!withRedis) console.error('Redis does not answer at redis://127.0.0.1:6379: the production profile is left out')
+    const profiles: Contender[] = [
+      { name: AS_SHIPPED, animals: SMALL, workloads: ['list', 'get', 'post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => asShipped({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }) },
+      ...(withRedis ? [{ name: PRODUCTION, animals: SMALL, workloads: ['list', 'get', 'post'] as WorkloadName[], pinned: true, paths: OUR_PATHS, key: small.key, command: () => asShipped({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, ...PRODUCTION_ENV }) }] : [])
+    ]
 
     const oneTransactionPerCreate: Contender = { name: 'animal-store SQLite, one transaction per create', animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, WRITE_BATCH_SIZE: '1' }) }
     // In the order they take turns: the ratios of the targets compare neighbours (the service with the
@@ -126,6 +138,8 @@ async function main (): Promise<void> {
       { name: CEILING_SYNCED, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('synced') },
       { name: CEILING_WRITTEN, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('written') },
       { name: 'animal-store SQLite', animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }) },
+      // The three profiles take their turns side by side: bare (above), as shipped, production.
+      ...profiles,
       oneTransactionPerCreate,
       { name: 'animal-store SQLite, durability off', animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, SQLITE_SYNCHRONOUS: 'off' }) },
       { name: `animal-store SQLite, ${LARGE.toLocaleString('en')} animals`, animals: LARGE, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: large.key, timeStartup: true, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(large.path)}` }) },
@@ -201,8 +215,10 @@ async function main (): Promise<void> {
     // their turn between the two variants they are held against, one transaction per create before
     // them and durability off after, so both ratios compare neighbours; the mixed load follows the
     // ceiling's list rate.
-    const createTurns = contenders.filter((c) => c.workloads.includes('post') && c !== oneTransactionPerCreate)
+    // The profiles follow durability off, which follows the bare service: every ratio compares runs at most two turns apart.
+    const createTurns = contenders.filter((c) => c.workloads.includes('post') && c !== oneTransactionPerCreate && !profiles.includes(c))
     createTurns.splice(createTurns.findIndex((c) => c.name === 'animal-store SQLite'), 0, oneTransactionPerCreate)
+    createTurns.splice(createTurns.findIndex((c) => c.name === 'animal-store SQLite, durability off') + 1, 0, ...profiles)
     for (let round = 1; round <= ROUNDS; round++) {
       for (const contender of createTurns) await measureFresh(round, contender, ['post'])
       for (const contender of contenders.filter((c) => c.workloads.includes('mixed'))) await measureFresh(round, contender, ['mixed'])

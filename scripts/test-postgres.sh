@@ -13,4 +13,4 @@ if [ $status -ne 0 ]; then
   echo "*** SKIPPED: the HTTP suites on PostgreSQL (set TEST_POSTGRES_URL or start PostgreSQL to run them) ***" >&2
   exit 0
 fi
-TEST_ENGINE=postgres exec node --import tsx --test --test-concurrency=2 $(find test/http -name '*.test.ts' | sort)
+TEST_ENGINE=postgres exec node --import tsx --test --test-concurrency=2 --test-timeout=600000 $(find test/http -name '*.test.ts' | sort)

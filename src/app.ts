@@ -1,31 +1,32 @@
 import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
 import { createServer, METHODS } from 'node:http'
 import type { Ajv } from 'ajv'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import type { LoggerOptions } from 'pino'
+import type { Redis } from 'ioredis'
+import { destination, pino, type Logger, type LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 import { createCursorCodec } from './core/cursor.js'
-import { authenticate, isUnderV1, registerAuth } from './http/plugins/auth.js'
-import { registerEarlyNotFound, registerErrorHandling, sendError, toApiError } from './http/plugins/errors.js'
-import { MAX_BODY_BYTES, registerJsonBodyParser } from './http/plugins/json-body.js'
-import { registerMetrics } from './http/plugins/metrics.js'
+import { MAX_PATH_SEGMENT_LENGTH, registerErrorHandler, registerNotFoundHandler, sendError, toApiError } from './http/errors.js'
+import { MAX_BODY_BYTES } from './http/json-body.js'
+import { PetReads } from './http/pet-reads.js'
+import { installPipeline, isApiRequest, pipeline } from './http/pipeline.js'
 import { registerOpenApi } from './http/plugins/openapi.js'
-import { commonHeaders, registerRequestContext, requestIdOf } from './http/plugins/request-context.js'
-import { registerCors, registerDrainRefusal, registerLoadShedding, registerRateLimit } from './http/plugins/protection.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
+import { metricsRoutes } from './http/routes/metrics.js'
+import { openApiDocumentRoutes } from './http/routes/openapi-document.js'
 import { petRoutes } from './http/routes/pets.js'
-import { tolerantUrl } from './http/tolerant-url.js'
-import { FrontGate } from './http/front-gate.js'
-import { HotCreates } from './http/hot-creates.js'
-import { HotReads } from './http/hot-reads.js'
-import { PetReads } from './http/pet-reads.js'
-import { portalRoutes } from './portal/routes.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
+import { authenticate } from './http/steps/authentication.js'
+import { requestIdOf } from './http/steps/request-context.js'
+import { tolerantUrl } from './http/tolerant-url.js'
+import { portalRoutes } from './portal/routes.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
 import { KeyVerifier } from './services/key-verifier.js'
 import { Metrics } from './services/metrics.js'
 import { PetCatalog } from './services/pet-catalog.js'
+import { RateLimiter } from './services/rate-limiter.js'
 import { instrumentStore } from './storage/instrumented-store.js'
 import type { Store } from './storage/store.js'
 
@@ -34,53 +35,88 @@ export interface BuildAppOptions {
   store: Store
   /** A ready logger; by default one is built from config.logLevel. */
   logger?: FastifyBaseLogger
-  /** The hot read and create paths in front of the framework (on unless a per-request protection is); tests turn them off to compare. */
-  hotPaths?: boolean
 }
 
 export function loggerOptions (config: Readonly<Config>): LoggerOptions {
   return {
     level: config.logLevel,
-    // Keys travel only in this header; nothing else in a request carries secrets.
+    // Keys travel only in this header (the access log redacts key-like query values itself).
     redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
   }
 }
 
+/**
+ * The service's logger: JSON lines on stdout through pino's asynchronous destination, so that a
+ * line costs the request its serialisation only; what is buffered is written out at exit.
+ */
+export function serviceLogger (config: Readonly<Config>): Logger {
+  return pino(loggerOptions(config), destination({ sync: false }))
+}
+
+const REDIS_CONNECT_TIMEOUT_MS = 500
+/** Beyond the connect timeout: the client's ready check (an INFO round trip) follows the connection. */
+const REDIS_FIRST_CONNECTION_WAIT_MS = 2 * REDIS_CONNECT_TIMEOUT_MS
+
+/**
+ * The rate limiter of RATE_LIMIT_PER_MINUTE, sharing its counts through REDIS_URL when set.
+ * Start-up waits (at most about a second) for the first connection to Redis, so that an
+ * instance counts together with the others from its first request.
+ */
+async function rateLimiterOf (config: Readonly<Config>, log: FastifyBaseLogger): Promise<RateLimiter | undefined> {
+  if (config.rateLimitPerMinute === 0) return undefined
+  let redis: Redis | undefined
+  if (config.redisUrl !== undefined) {
+    // Loaded only when used: every module a process loads stays in its memory.
+    const { Redis } = await import('ioredis')
+    redis = new Redis(config.redisUrl, { connectTimeout: REDIS_CONNECT_TIMEOUT_MS, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+    // Connection errors surface as failed reconciliations, logged once per outage by the limiter's events.
+    redis.on('error', () => {})
+    await once(redis, 'ready', { signal: AbortSignal.timeout(REDIS_FIRST_CONNECTION_WAIT_MS) }).catch(() => {})
+  }
+  const limiter = new RateLimiter(config.rateLimitPerMinute, redis, {
+    onSharedChange: (shared, error) => {
+      if (shared) log.info('rate limits are shared through Redis')
+      else log.warn({ err: error }, 'Redis is unreachable: rate limits are counted per instance until it answers')
+    }
+  })
+  if (redis !== undefined && !limiter.shared) log.warn('Redis did not answer at start-up: rate limits are counted per instance until it answers')
+  return limiter
+}
+
 /** Builds the HTTP application around an open, migrated store; never listens. */
-export async function buildApp ({ config, store: rawStore, logger, hotPaths: hotPathsWanted = true }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp ({ config, store: rawStore, logger }: BuildAppOptions): Promise<FastifyInstance> {
+  const log = logger ?? pino(loggerOptions(config))
   const metrics = new Metrics(rawStore)
   const store = instrumentStore(rawStore, (operation, seconds) => metrics.databaseDuration.record(seconds, operation))
-  // The verifier is needed by frameworkErrors, before the app (and its logger) exists.
-  const late: { log?: FastifyBaseLogger } = {}
-  const verifier = new KeyVerifier(store.apiKeys, (error) => late.log?.error({ err: error }, 'API key bookkeeping failed'))
+  const verifier = new KeyVerifier(store.apiKeys, (error) => log.error({ err: error }, 'API key bookkeeping failed'))
   verifier.onLookup = (hit) => { if (hit) metrics.keyCacheHits++; else metrics.keyCacheMisses++ }
   await verifier.start()
+  const limiter = await rateLimiterOf(config, log)
+  if (limiter !== undefined) metrics.rateLimitShared = () => limiter.shared
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
   const catalog = new PetCatalog(store.pets)
   const reads = new PetReads(catalog, createCursorCodec(cursorSecret), config.publicBaseUrl ?? '/v1')
-  const frontGate = new FrontGate(config.metricsEnabled ? metrics : undefined, verifier)
-  const hotPaths = [new HotReads({ gate: frontGate, reads }), new HotCreates({ gate: frontGate, catalog })]
+  const idempotencyKeys = new IdempotencyKeys(store.idempotency, (error) => log.error({ err: error }, 'purging idempotency keys failed'))
 
   const options: FastifyServerOptions = {
     bodyLimit: MAX_BODY_BYTES,
     requestIdHeader: false,
-    // One access-log line per request is written by our onResponse hook instead of Fastify's two.
+    // One access-log line per request is written by the pipeline's access-log step instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
-    genReqId: requestIdOf,
     rewriteUrl: (request) => tolerantUrl(request.url ?? '/'),
     // Long path segments reach the route, whose own validation names the parameter.
-    routerOptions: { maxParamLength: 2048 },
+    routerOptions: { maxParamLength: MAX_PATH_SEGMENT_LENGTH },
     // Errors raised before routing (a malformed URL) get the API's error shape, after authentication like any other request.
     frameworkErrors: function onFrameworkError (error, request, reply) {
       const answer = async (): Promise<never> => {
-        if (isUnderV1(request.url)) await authenticate(verifier, request.headers.authorization)
+        if (isApiRequest(request.url)) await authenticate(verifier, request.headers.authorization)
         throw error
       }
-      reply.headers(commonHeaders(request.id))
+      reply.header('x-request-id', requestIdOf(request)).header('x-content-type-options', 'nosniff')
       answer().catch((failure: Error) => sendError(reply, toApiError(failure, request)))
     },
-    // Refused by registerDrainRefusal instead, in the API's error shape.
+    // Refused by the pipeline's shutdown refusal instead, in the API's error shape.
     return503OnClosing: false,
     // X-Forwarded-* are believed only from the proxies TRUST_PROXY names (request.ip, request.protocol, request.host).
     ...(config.trustProxy.length > 0 && { trustProxy: config.trustProxy }),
@@ -91,20 +127,26 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
         keepAliveTimeout: config.keepAliveTimeoutMs,
         // Node checks those deadlines on this interval; the default (30 s) would let slow clients linger.
         connectionsCheckingInterval: 1000
-      }, frontGate.inFrontOf(handler, hotPaths))
+      }, handler)
+      // No automatic 100 Continue: the pipeline sends it once the request is authenticated and routed.
+      server.on('checkContinue', handler)
       server.maxConnections = config.maxConnections
       return server
     },
     forceCloseConnections: 'idle',
     ajv: {
-      // CONTRACT.md: no type coercion, no silently removed properties.
+      // CONTRACT: no type coercion, no silently removed properties.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true },
       plugins: [(ajv: Ajv) => ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) })]
     }
   }
-  const app = logger ? Fastify({ ...options, loggerInstance: logger }) : Fastify({ ...options, logger: loggerOptions(config) })
+  const app = Fastify({ ...options, loggerInstance: log })
+  app.addHook('onClose', async () => {
+    limiter?.close()
+    idempotencyKeys.close()
+    await verifier.close()
+  })
 
-  late.log = app.log
   // Every route sends bytes it encoded itself (JSON.stringify or cached Buffers), so the response
   // schemas document the API and are never used to serialise: no serialiser is compiled at start-up.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data))
@@ -113,37 +155,27 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
   for (const method of METHODS) {
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
   }
-  app.addHook('onClose', async () => verifier.close())
-
-  registerRequestContext(app)
-  registerErrorHandling(app)
-  if (config.metricsEnabled) await registerMetrics(app, { metrics, token: config.metricsToken })
-  // Order of the onRequest hooks: refuse while shutting down, shed load, answer CORS preflights, authenticate, then count against the key's limit.
-  registerDrainRefusal(app)
-  await registerLoadShedding(app, config.loadShedEventLoopDelayMs)
-  await registerCors(app, config.corsOrigins)
-  registerAuth(app, verifier)
-  await registerRateLimit(app, { perMinute: config.rateLimitPerMinute, redisUrl: config.redisUrl })
-  registerEarlyNotFound(app)
-  registerJsonBodyParser(app)
+  registerErrorHandler(app)
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, stagingBaseUrl: config.stagingBaseUrl })
 
-  const idempotencyKeys = new IdempotencyKeys(store.idempotency, (error) => app.log.error({ err: error }, 'purging idempotency keys failed'))
-  app.addHook('onClose', async () => idempotencyKeys.close())
-  await app.register(petRoutes, { catalog, reads, idempotencyKeys })
-  await app.register(storeOrderRoutes)
+  await installPipeline(app, pipeline({
+    config,
+    verifier,
+    limiter,
+    metrics: config.metricsEnabled ? metrics : undefined,
+    routes: async (api) => {
+      await api.register(petRoutes, { catalog, reads, idempotencyKeys })
+      await api.register(storeOrderRoutes)
+      await api.register(openApiDocumentRoutes)
+    }
+  }))
+
+  registerNotFoundHandler(app)
+
+  // Outside /v1: the reference page, the probes, the metrics and the developer portal.
   await app.register(docsRoutes)
   await app.register(healthRoutes, { store })
+  if (config.metricsEnabled) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
   await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
-
-  // The hot paths skip the framework's hooks, so they stay shut while a per-request protection is on.
-  if (hotPathsWanted && config.rateLimitPerMinute === 0 && config.corsOrigins.length === 0) {
-    app.addHook('onReady', async () => {
-      frontGate.log = app.log
-      if (app.hasDecorator('isUnderPressure')) frontGate.isUnderPressure = () => app.isUnderPressure()
-      frontGate.open = true
-    })
-    app.addHook('preClose', async () => { frontGate.open = false })
-  }
   return app
 }

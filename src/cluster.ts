@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
-import { pino, type Logger } from 'pino'
-import { loggerOptions } from './app.js'
+import type { Logger } from 'pino'
+import { serviceLogger } from './app.js'
 import type { Config } from './config.js'
 import { openStore } from './storage/open-store.js'
 
@@ -18,7 +18,7 @@ const SHUTDOWN_DEADLINE_MS = 15_000
  * no requests itself.
  */
 export async function runPrimary (config: Readonly<Config>): Promise<void> {
-  const logger = pino(loggerOptions(config))
+  const logger = serviceLogger(config)
   const workers = new Set<Worker>()
   const deaths: number[] = []
   let forked = false

@@ -1,7 +1,6 @@
 import cluster from 'node:cluster'
 import type { FastifyInstance } from 'fastify'
-import { pino } from 'pino'
-import { buildApp, loggerOptions } from './app.js'
+import { buildApp, serviceLogger } from './app.js'
 import { leaveCluster, runPrimary, withWorkerId } from './cluster.js'
 import type { Config } from './config.js'
 import { openStore } from './storage/open-store.js'
@@ -15,7 +14,7 @@ const SHUTDOWN_DEADLINE_MS = 10_000
  */
 export async function serve (config: Readonly<Config>): Promise<void> {
   if (config.webConcurrency > 1 && cluster.isPrimary) return await runPrimary(config)
-  const logger = withWorkerId(pino(loggerOptions(config)))
+  const logger = withWorkerId(serviceLogger(config))
   let store: Store | undefined
   let app: FastifyInstance | undefined
   let stopping: Promise<void> | undefined

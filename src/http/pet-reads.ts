@@ -4,8 +4,6 @@ import type { PetStatus } from '../core/pets.js'
 import type { CatalogPage, PetCatalog } from '../services/pet-catalog.js'
 import { deprecationHeaders, ifNoneMatchHits, JSON_TYPE, nextPageLink } from './headers.js'
 
-export const DEFAULT_LIMIT = 20
-
 export interface ListPetsRequest {
   limit: number
   status: PetStatus | undefined
@@ -30,8 +28,8 @@ const petAnswer = (body: string): ReadAnswer =>
   ({ statusCode: 200, headers: [...PET_HEADERS, 'content-length', String(Buffer.byteLength(body))], body })
 
 /**
- * The two read operations once their input is valid: listPets and getPet. Both the Fastify
- * routes and the hot read path answer through here, so they cannot drift apart.
+ * The two read operations once their input is valid: listPets and getPet, each with a
+ * synchronous form for an answer the catalogue has cached.
  */
 export class PetReads {
   private readonly pageHeaders = new WeakMap<CatalogPage, { ok: readonly string[], notModified: readonly string[] }>()

@@ -40,17 +40,19 @@ export class Metrics {
   /** Time spent in storage calls, by operation (a batched write counts once per request). */
   readonly databaseDuration = new LabelledDurations(['operation'], [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])
 
-  /** Requests answered by the hot read path in front of the framework (they are in http_requests_total too). */
-  hotReadAnswers = 0
+  /** Whether rate limits are counted together with the other instances (through Redis); unset without rate limiting. */
+  rateLimitShared: (() => boolean) | undefined
 
-  readonly hotReads = counterReadWhenScraped(this.registry, 'http_hot_read_answers_total',
-    'Reads answered by the hot read path, without the framework (counted in http_requests_total as well).', () => this.hotReadAnswers)
-
-  /** Creates answered by the hot create path in front of the framework (they are in http_requests_total too). */
-  hotCreateAnswers = 0
-
-  readonly hotCreates = counterReadWhenScraped(this.registry, 'http_hot_create_answers_total',
-    'Creates answered by the hot create path, without the framework (counted in http_requests_total as well).', () => this.hotCreateAnswers)
+  readonly rateLimitSharedGauge = new Gauge({
+    name: 'rate_limit_shared',
+    help: 'Whether rate limits are counted together with the other instances through Redis (1), or by this instance alone because Redis does not answer (0). Absent without rate limiting.',
+    registers: [this.registry],
+    collect: () => {
+      const shared = this.rateLimitShared
+      if (shared === undefined) this.rateLimitSharedGauge.reset()
+      else this.rateLimitSharedGauge.set(shared() ? 1 : 0)
+    }
+  })
 
   /** Verifications of well-formed API keys answered by the verified-key cache, and by the database. */
   keyCacheHits = 0

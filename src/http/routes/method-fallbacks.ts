@@ -11,12 +11,11 @@ export function registerMethodFallbacks (app: FastifyInstance, url: string, serv
   const allow = [...new Set(allowed)].join(', ')
   // Every method the router knows (WebDAV's, TRACE, QUERY …), not just the common five.
   const others = (app.supportedMethods as HTTPMethods[]).filter((method) => !allowed.includes(method))
-  const config = { public: url === '/v1/openapi.json' }
+  const path = (app.prefix + url).replace(/:(\w+)/g, '{$1}')
 
   app.route({
     method: 'OPTIONS',
     url,
-    config,
     schema: { hide: true },
     onRequest: async function options (_request, reply) {
       await reply.code(204).header('allow', allow).send()
@@ -27,11 +26,10 @@ export function registerMethodFallbacks (app: FastifyInstance, url: string, serv
   app.route({
     method: others,
     url,
-    config: { public: false },
     exposeHeadRoute: false,
     schema: { hide: true },
     onRequest: async function methodNotAllowed (request) {
-      throw new ApiError('method_not_allowed', `${request.method} is not allowed on ${url.replace(/:(\w+)/g, '{$1}')}; allowed: ${allow}`, { allow })
+      throw new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allow}`, { allow })
     },
     handler: async function unreachable () {}
   })

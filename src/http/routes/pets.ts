@@ -8,10 +8,10 @@ import { parseIdempotencyKey } from '../../core/idempotency.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
 import { createdHeaders, deprecationHeaders } from '../headers.js'
-import { DEFAULT_LIMIT, type PetReads, type ReadAnswer } from '../pet-reads.js'
-import { EXACT_CATEGORY_ID } from '../plugins/json-body.js'
+import { EXACT_CATEGORY_ID } from '../json-body.js'
+import type { ListPetsRequest, PetReads, ReadAnswer } from '../pet-reads.js'
 import { errorResponses, withHeaders } from '../schemas/error.js'
-import { ListPetsQuerySchema, NewPetSchema, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
+import { ListPetsQuerySchema, PAGE_SIZE, NewPetSchema, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
 import { registerMethodFallbacks } from './method-fallbacks.js'
 
 export interface PetRoutesOptions {
@@ -42,7 +42,7 @@ function readListQuery (request: FastifyRequest): void {
   const status = single('status')
   const cursor = single('cursor')
   if (limit !== undefined && !LIMIT_TEXT.test(limit)) {
-    throw ApiError.invalidRequest('query parameter limit must be an integer from 1 to 100, written as digits')
+    throw ApiError.invalidRequest(`query parameter limit must be an integer from ${PAGE_SIZE.minimum} to ${PAGE_SIZE.maximum}, written as digits`)
   }
   if (cursor === '') throw ApiError.invalidRequest('query parameter cursor must not be empty')
   request.query = {
@@ -68,6 +68,7 @@ function addDeprecationHeaders (_request: FastifyRequest, reply: FastifyReply, p
 
 const DEPRECATION_HEADER_VALUES = deprecationHeaders()
 
+/** Sends an answer whose header list was built once, for as long as its page or animal is cached. */
 function sendAnswer (reply: FastifyReply, { statusCode, headers, body }: Pick<ReadAnswer, 'headers' | 'body'> & { statusCode: number }): FastifyReply {
   reply.code(statusCode)
   for (let index = 0; index < headers.length; index += 2) reply.header(headers[index] ?? '', headers[index + 1])
@@ -104,7 +105,7 @@ function readIdempotencyKey (request: FastifyRequest): string | undefined {
 export async function petRoutes (fastify: FastifyInstance, { catalog, reads, idempotencyKeys }: PetRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
 
-  app.get('/v1/pets', {
+  app.get('/pets', {
     preValidation: hook(readListQuery),
     schema: {
       operationId: 'listPets',
@@ -125,12 +126,17 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
         ...errorResponses(400, 401)
       }
     }
-  }, async function listPets (request, reply) {
-    const { limit = DEFAULT_LIMIT, status, cursor } = request.query
-    return sendAnswer(reply, await reads.listPets({ limit, status, cursor, ifNoneMatch: request.headers['if-none-match'] }))
+  }, function listPets (request, reply) {
+    // The schema's default fills in limit.
+    const { limit = PAGE_SIZE.default, status, cursor } = request.query
+    const wanted: ListPetsRequest = { limit, status, cursor, ifNoneMatch: request.headers['if-none-match'] }
+    // A cached page is answered in this turn of the event loop, without a promise.
+    const cached = reads.cachedListPets(wanted)
+    if (cached !== undefined) return sendAnswer(reply, cached)
+    return reads.listPets(wanted).then((answer) => sendAnswer(reply, answer))
   })
 
-  app.post('/v1/pets', {
+  app.post('/pets', {
     schema: {
       operationId: 'createPet',
       summary: 'Add an animal',
@@ -179,7 +185,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
     }
   })
 
-  app.get('/v1/pets/:petId', {
+  app.get('/pets/:petId', {
     preValidation: hook(readPetId),
     onSend: addDeprecationHeaders,
     schema: {
@@ -194,13 +200,16 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
         ...errorResponses(400, 401, 404)
       }, DEPRECATION_HEADERS)
     }
-  }, async function getPet (request, reply) {
+  }, function getPet (request, reply) {
     const { petId } = request.params
-    const answer = await reads.getPet(petId)
-    if (answer === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
-    return sendAnswer(reply, answer)
+    const cached = reads.cachedPet(petId)
+    if (cached !== undefined) return sendAnswer(reply, cached)
+    return reads.getPet(petId).then((answer) => {
+      if (answer === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
+      return sendAnswer(reply, answer)
+    })
   })
 
-  registerMethodFallbacks(app, '/v1/pets', ['GET', 'POST'])
-  registerMethodFallbacks(app, '/v1/pets/:petId', ['GET'])
+  registerMethodFallbacks(app, '/pets', ['GET', 'POST'])
+  registerMethodFallbacks(app, '/pets/:petId', ['GET'])
 }

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify'
+import { registerMethodFallbacks } from './method-fallbacks.js'
 import { ApiError } from '../../core/errors.js'
 import { errorResponses } from '../schemas/error.js'
-import { registerMethodFallbacks } from './method-fallbacks.js'
 
 export async function storeOrderRoutes (app: FastifyInstance): Promise<void> {
-  app.get('/v1/store/orders', {
+  app.get('/store/orders', {
     schema: {
       operationId: 'listStoreOrders',
       summary: 'List store orders (not implemented)',
@@ -16,5 +16,5 @@ export async function storeOrderRoutes (app: FastifyInstance): Promise<void> {
   }, async function listStoreOrders () {
     throw new ApiError('not_implemented', 'store orders are not available in this version of the API')
   })
-  registerMethodFallbacks(app, '/v1/store/orders', ['GET'])
+  registerMethodFallbacks(app, '/store/orders', ['GET'])
 }

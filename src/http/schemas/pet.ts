@@ -54,8 +54,13 @@ export const PetsSchema = Type.Array(Type.Ref('Pet'), {
   examples: [[{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }, { id: 2, name: 'Tom', categoryId: 2 }]]
 })
 
+/** The page size's bounds and default: written once, read by the schema below and by the route's messages. */
+export const PAGE_SIZE = { minimum: 1, maximum: 100, default: 20 } as const
+
+const LimitSchema = Type.Integer({ ...PAGE_SIZE, description: 'Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.' })
+
 export const ListPetsQuerySchema = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.' })),
+  limit: Type.Optional(LimitSchema),
   status: Type.Optional(Type.Unsafe<PetStatus>({ type: 'string', enum: [...PET_STATUSES], description: 'Only animals with this status.' })),
   cursor: Type.Optional(Type.String({
     minLength: 1,

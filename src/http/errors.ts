@@ -1,20 +1,28 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../../core/errors.js'
-import { StoreUnavailableError } from '../../storage/store.js'
-import { validationMessage, type SchemaViolation } from '../validation-message.js'
-import { JSON_TYPE } from '../headers.js'
+import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../core/errors.js'
+import { StoreUnavailableError } from '../storage/store.js'
+import { JSON_TYPE } from './headers.js'
+import { MAX_BODY_BYTES } from './json-body.js'
+import { validationMessage, type SchemaViolation } from './validation-message.js'
+
+/** The longest path segment the router takes; a longer one gets 400 naming this limit. */
+export const MAX_PATH_SEGMENT_LENGTH = 2048
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   Object.entries(STATUS_BY_CODE).map(([code, status]) => [status, code as ErrorCode])
 )
 
 const FRAMEWORK_MESSAGES: Record<string, string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: 'the request body is larger than 65536 bytes',
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Content-Type must be application/json',
+  FST_ERR_CTP_BODY_TOO_LARGE: `the request body is larger than ${MAX_BODY_BYTES} bytes`,
   FST_ERR_CTP_EMPTY_JSON_BODY: 'the request body is empty; send a JSON object',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body sent',
   FST_ERR_BAD_URL: 'the URL is malformed: it contains an invalid percent-encoding',
-  FST_ERR_MAX_PARAM_LENGTH: 'a path segment is longer than 100 characters'
+  FST_ERR_MAX_PARAM_LENGTH: `a path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`
+}
+
+function mediaTypeMessage (contentType: string | undefined): string {
+  const essence = contentType?.split(';')[0]?.trim()
+  return essence === undefined || essence === '' ? 'Content-Type must be application/json' : `Content-Type must be application/json, not ${essence.slice(0, 100)}`
 }
 
 /** Sends the one error shape of the API: exactly {code, message, status}. */
@@ -36,6 +44,7 @@ export function toApiError (error: FastifyError | Error, request: FastifyRequest
       ? validationMessage(first as unknown as SchemaViolation, fastifyError.validationContext ?? 'body')
       : 'the request is invalid')
   }
+  if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return ApiError.unsupportedMediaType(mediaTypeMessage(request.headers['content-type']))
   const status = fastifyError.statusCode
   if (status !== undefined && status >= 400 && status < 500) {
     const code = CODE_BY_STATUS.get(status) ?? 'invalid_request'
@@ -59,25 +68,23 @@ export function failureToApiError (error: unknown, log: FastifyBaseLogger | unde
   return new ApiError('internal_error', `an unexpected error occurred; quote request id ${requestId} when reporting it`)
 }
 
-function notFoundError (request: FastifyRequest): ApiError {
+export function notFoundError (request: FastifyRequest): ApiError {
   const path = request.url.split('?')[0] ?? ''
   return ApiError.notFound(`no route matches ${request.method} ${path.slice(0, 200)}`)
 }
 
-/**
- * Answers unknown routes as soon as the request is authenticated, before Fastify looks at
- * the body: otherwise a bad Content-Type would turn the 404 the client needs into a 415.
- */
-export function registerEarlyNotFound (app: FastifyInstance): void {
-  app.addHook('onRequest', function answerUnknownRoute (request, _reply, done) {
-    done(request.is404 ? notFoundError(request) : undefined)
-  })
-}
-
-export function registerErrorHandling (app: FastifyInstance): void {
+/** The one error handler: set before any route, since each route keeps the handler it was given. */
+export function registerErrorHandler (app: FastifyInstance): void {
   app.setErrorHandler(function handleError (error, request, reply) {
     return sendError(reply, toApiError(error as Error, request))
   })
+}
+
+/**
+ * The not-found handler (the pipeline's routing step answers unknown routes before it): set after
+ * the pipeline, since Fastify gives it the hooks that exist when it is set.
+ */
+export function registerNotFoundHandler (app: FastifyInstance): void {
   app.setNotFoundHandler(function notFound (request, reply) {
     return sendError(reply, notFoundError(request))
   })

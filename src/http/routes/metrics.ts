@@ -6,19 +6,13 @@ import type { Metrics } from '../../services/metrics.js'
 
 const digest = (text: string): Buffer => createHash('sha256').update(text).digest()
 
-/** Counts every request by route template and serves GET /metrics (outside /v1, not in the API document). */
-export async function registerMetrics (app: FastifyInstance, { metrics, token }: { metrics: Metrics, token: string | undefined }): Promise<void> {
-  app.addHook('onRequest', function countInFlight (_request, _reply, done) {
-    metrics.inFlightRequests++
-    done()
-  })
-  app.addHook('onResponse', function countRequest (request, reply, done) {
-    metrics.inFlightRequests--
-    metrics.requests.record(reply.elapsedTime / 1000, request.method, request.routeOptions.url ?? 'unmatched', String(reply.statusCode))
-    done()
-  })
+/** A scrape flood costs one rendering a second: every scrape within it gets the same text. */
+const RENDER_CACHE_MS = 1000
 
+/** GET /metrics in Prometheus text format (outside /v1, not in the API document). */
+export async function metricsRoutes (app: FastifyInstance, { metrics, token }: { metrics: Metrics, token: string | undefined }): Promise<void> {
   const expected = token === undefined ? undefined : digest(token)
+  let rendered: { text: Promise<string>, at: number } | undefined
   app.get('/metrics', { schema: { hide: true } }, async function getMetrics (request, reply) {
     if (expected !== undefined) {
       const presented = bearerTokenOf(request.headers.authorization).token
@@ -26,6 +20,8 @@ export async function registerMetrics (app: FastifyInstance, { metrics, token }:
         throw new ApiError('unauthorized', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', { 'www-authenticate': 'Bearer realm="metrics"' })
       }
     }
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
+    const now = Date.now()
+    if (rendered === undefined || now - rendered.at >= RENDER_CACHE_MS) rendered = { text: metrics.registry.metrics(), at: now }
+    return reply.type(metrics.registry.contentType).send(await rendered.text)
   })
 }

@@ -1,0 +1,108 @@
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler, onResponseHookHandler, onSendHookHandler, preParsingHookHandler } from 'fastify'
+import type { Config } from '../config.js'
+import type { KeyVerifier } from '../services/key-verifier.js'
+import type { Metrics } from '../services/metrics.js'
+import type { RateLimiter } from '../services/rate-limiter.js'
+import { accessLog } from './steps/access-log.js'
+import { authentication } from './steps/authentication.js'
+import { commonHeaders } from './steps/common-headers.js'
+import { cors } from './steps/cors.js'
+import { drainRefusal } from './steps/drain-refusal.js'
+import { loadShedding } from './steps/load-shedding.js'
+import { metricsStep } from './steps/metrics.js'
+import { rateLimit } from './steps/rate-limit.js'
+import { requestContext } from './steps/request-context.js'
+import { routing } from './steps/routing.js'
+
+/**
+ * One step of the request pipeline: what it does once at start-up, and its hooks in Fastify's
+ * request lifecycle (onRequest, preParsing, then the route's validation and handler, onSend,
+ * onResponse). Hooks are callback-style functions: one that answers sends the reply and does
+ * not call `done`. Routes registered after the hooks still get them: Fastify gives every route the
+ * application's hooks when it starts.
+ */
+export interface Step {
+  readonly name: string
+  /** `every request`: the API, the portal, the reference page and the probes alike; `api`: the API's requests (under /v1) only. */
+  readonly scope: 'every request' | 'api'
+  /** Runs once, in list order, before any request: plugins, decorators, routes. */
+  readonly setUp?: (app: FastifyInstance) => Promise<void> | void
+  readonly onRequest?: onRequestHookHandler
+  readonly preParsing?: preParsingHookHandler
+  readonly onSend?: onSendHookHandler
+  readonly onResponse?: onResponseHookHandler
+}
+
+export interface PipelineDeps {
+  config: Readonly<Config>
+  verifier: KeyVerifier
+  /** Absent when RATE_LIMIT_PER_MINUTE is 0. */
+  limiter: RateLimiter | undefined
+  /** Absent when METRICS_ENABLED is false. */
+  metrics: Metrics | undefined
+  /** Registers the API's routes (paths relative to /v1). */
+  routes: (api: FastifyInstance) => Promise<void>
+}
+
+/**
+ * Every per-request step of the service, in the order a request meets them. This list is the
+ * whole pipeline: the routes add nothing to it but their own validation and handler, and no
+ * configuration removes a step (an unconfigured protection, such as CORS without CORS_ORIGINS,
+ * lets every request through). A faster answer is an optimisation inside a step (a cached page
+ * in the handler, a key verified once in authentication), never a way around one. Adding a step
+ * is adding one line here (CONTRIBUTING.md).
+ */
+export function pipeline (deps: PipelineDeps): Step[] {
+  return [
+    requestContext(),
+    // Times and counts each request from its arrival (in flight) to its answer (recorded then).
+    metricsStep(deps.metrics),
+    drainRefusal(),
+    loadShedding(deps.config.loadShedEventLoopDelayMs),
+    cors(deps.config.corsOrigins),
+    authentication(deps.verifier),
+    rateLimit(deps.limiter),
+    routing(),
+    { name: 'handler', scope: 'api', setUp: async (app) => { await app.register(deps.routes, { prefix: '/v1' }) } },
+    commonHeaders(),
+    accessLog()
+  ]
+}
+
+/** Whether a request is the API's: its path is /v1 or under it. */
+export function isApiRequest (url: string): boolean {
+  return url.startsWith('/v1') && (url.length === 3 || url.charCodeAt(3) === 0x2f /* / */ || url.charCodeAt(3) === 0x3f /* ? */)
+}
+
+type Hook = (request: FastifyRequest, ...rest: any[]) => void
+
+/** An api step's hook, run for the API's requests only; every other request goes straight on. */
+function forApiRequests<H extends Hook> (hook: H): H {
+  const apiOnly = function (this: unknown, request: FastifyRequest, ...rest: unknown[]): void {
+    if (isApiRequest(request.url)) {
+      hook.call(this, request, ...rest)
+      return
+    }
+    const done = rest[rest.length - 1] as (error: null, payload?: unknown) => void
+    // onSend and preParsing pass their payload on.
+    if (rest.length === 3) done(null, rest[1])
+    else done(null)
+  }
+  Object.defineProperty(apiOnly, 'name', { value: hook.name })
+  return apiOnly as unknown as H
+}
+
+/**
+ * Installs the steps on the application, in list order: their set-up first, then their hooks, so
+ * that Fastify runs the hooks of each lifecycle phase in the order of the list.
+ */
+export async function installPipeline (app: FastifyInstance, steps: readonly Step[]): Promise<void> {
+  for (const step of steps) {
+    await step.setUp?.(app)
+    const own = <H extends Hook> (hook: H): H => (step.scope === 'api' ? forApiRequests(hook) : hook)
+    if (step.onRequest !== undefined) app.addHook('onRequest', own(step.onRequest))
+    if (step.preParsing !== undefined) app.addHook('preParsing', own(step.preParsing))
+    if (step.onSend !== undefined) app.addHook('onSend', own(step.onSend))
+    if (step.onResponse !== undefined) app.addHook('onResponse', own(step.onResponse))
+  }
+}

@@ -1,0 +1,155 @@
+import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test, type TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createInterface } from 'node:readline'
+import { tempDir } from '../helpers/build-app.js'
+import { dbFile, seedApiKey } from '../helpers/server-process.js'
+
+const ROOT = join(import.meta.dirname, '..', '..')
+const PIPELINE = join('src', 'http', 'pipeline.ts')
+
+/**
+ * A copy of the service whose pipeline list got three more lines, one edit in one file, as
+ * CONTRIBUTING.md says a step is added: a step for every request right after the request
+ * context, an api step right after authentication, and a step for every request at the end.
+ * Each adds its name to a response header and logs a line once the request is answered.
+ */
+function serviceWithTwoMoreSteps (t: TestContext): string {
+  const dir = tempDir(t)
+  cpSync(join(ROOT, 'src'), join(dir, 'src'), { recursive: true })
+  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'))
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
+  const source = readFileSync(join(dir, PIPELINE), 'utf8')
+  const step = (name: string, scope: string): string =>
+    `{ name: '${name}', scope: '${scope}', onRequest: (_request, reply, done) => { reply.header('x-steps', [reply.getHeader('x-steps'), '${name}'].filter(Boolean).join(',')); done() }, ` +
+    `onResponse: (request, reply, done) => { request.server.log.info({ step: '${name}', requestId: request.id, statusCode: reply.statusCode }, 'step ran'); done() } },`
+  const edited = source
+    .replace(/^(\s*)requestContext\(\),$/m, (line, indent: string) => `${line}\n${indent}${step('first', 'every request')}`)
+    .replace(/^(\s*)authentication\(deps\.verifier\),$/m, (line, indent: string) => `${line}\n${indent}${step('api', 'api')}`)
+    .replace(/^(\s*)accessLog\(\)$/m, (line, indent: string) => `${line},\n${indent}${step('last', 'every request')}`)
+  assert.equal(edited.split('\n').length, source.split('\n').length + 3, 'the pipeline list has the lines the test inserts after')
+  writeFileSync(join(dir, PIPELINE), edited)
+  return dir
+}
+
+/** Log lines as they arrive, and a wait for a number of them. */
+class LogLines extends Array<Record<string, unknown>> {
+  private readonly waiters: Array<() => void> = []
+  add (line: Record<string, unknown>): void {
+    this.push(line)
+    for (const waiter of this.waiters.splice(0)) waiter()
+  }
+
+  async whenCount (predicate: (line: Record<string, unknown>) => boolean, count: number): Promise<void> {
+    while (this.filter(predicate).length < count) await new Promise<void>((resolve) => this.waiters.push(resolve))
+  }
+}
+
+/** Serves the copy from its TypeScript sources; resolves with its base URL once it listens. `logs` collects its log lines. */
+async function serve (t: TestContext, dir: string, databaseUrl: string, logs: LogLines): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(dir, 'src', 'cli', 'main.ts'), 'serve'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await once(child, 'exit')
+    }
+  })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  return await new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      try {
+        logs.add(JSON.parse(line) as Record<string, unknown>)
+      } catch {}
+      const address = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line)?.[1]
+      if (address !== undefined) resolve(address)
+    })
+    child.once('exit', (code) => reject(new Error(`the service exited with ${String(code)}: ${stderr}`)))
+  })
+}
+
+describe('the request pipeline', () => {
+  test('a step added to the list in src/http/pipeline.ts runs for every route: cached and uncached, answered or refused', { timeout: 60_000 }, async (t) => {
+    const dir = serviceWithTwoMoreSteps(t)
+    const dbPath = dbFile(tempDir(t))
+    const key = await seedApiKey(dbPath)
+    const logs = new LogLines()
+    const baseUrl = await serve(t, dir, `sqlite:${dbPath}`, logs)
+    const answered = new Map<string, string>()
+    const sent = async (method: string, path: string, init: RequestInit): Promise<Response> => {
+      const response = await fetch(baseUrl + path, { ...init, method, redirect: 'manual' })
+      await response.arrayBuffer()
+      answered.set(response.headers.get('x-request-id') ?? '', `${method} ${path}`)
+      return response
+    }
+    const auth = { authorization: `Bearer ${key}` }
+    const json = { ...auth, 'content-type': 'application/json' }
+    for (let i = 0; i < 25; i++) {
+      const created = await sent('POST', '/v1/pets', { headers: json, body: JSON.stringify({ name: `animal ${i}`, categoryId: i }) })
+      assert.equal(created.status, 201)
+    }
+
+    const api: Array<[string, string, Record<string, string>, string | undefined, number]> = [
+      ['GET', '/v1/pets?limit=5', auth, undefined, 200],
+      ['GET', '/v1/pets?limit=5', auth, undefined, 200], // the same full page again, now from the cache
+      ['GET', '/v1/pets', auth, undefined, 200], // the short tail page, never cached
+      ['GET', '/v1/pets/3', auth, undefined, 200],
+      ['GET', '/v1/pets/3', auth, undefined, 200], // cached
+      ['HEAD', '/v1/pets/3', auth, undefined, 200],
+      ['GET', '/v1/pets/999', auth, undefined, 404],
+      ['GET', '/v1/pets/abc', auth, undefined, 400],
+      ['GET', '/v1/pets?limit=0', auth, undefined, 400],
+      ['POST', '/v1/pets', json, '{"name":"Rex","categoryId":1}', 201],
+      ['POST', '/v1/pets', json, '{"name":""}', 400],
+      ['POST', '/v1/pets', { ...auth, 'content-type': 'text/plain' }, 'x', 415],
+      ['DELETE', '/v1/pets', auth, undefined, 405],
+      ['OPTIONS', '/v1/pets', auth, undefined, 204],
+      ['GET', '/v1/store/orders', auth, undefined, 501],
+      ['GET', '/v1/openapi.json', {}, undefined, 200]
+    ]
+    for (const [method, path, headers, body, status] of api) {
+      const response = await sent(method, path, { headers, body })
+      assert.equal(response.status, status, `${method} ${path}`)
+      assert.equal(response.headers.get('x-steps'), 'first,api,last', `${method} ${path}: the three steps ran, in the list's order`)
+    }
+
+    // Answered by the routing step (an unknown path): the steps after it did not run.
+    const unknown = await sent('GET', '/v1/nope', { headers: auth })
+    assert.equal(unknown.status, 404)
+    assert.equal(unknown.headers.get('x-steps'), 'first,api')
+
+    // Refused by authentication: the steps after it did not run.
+    const refused: Array<[string, string, Record<string, string>]> = [
+      ['GET', '/v1/pets', {}],
+      ['POST', '/v1/pets', { 'content-type': 'application/json' }],
+      ['GET', '/v1/nope', { authorization: 'Bearer ask_nope' }]
+    ]
+    for (const [method, path, headers] of refused) {
+      const response = await sent(method, path, { headers, body: method === 'POST' ? '{}' : undefined })
+      assert.equal(response.status, 401, `${method} ${path}`)
+      assert.equal(response.headers.get('x-steps'), 'first', `${method} ${path}`)
+    }
+
+    // Outside /v1, api steps do not run; steps for every request do.
+    for (const path of ['/healthz', '/readyz', '/metrics', '/docs', '/portal/login']) {
+      const response = await sent('GET', path, {})
+      assert.equal(response.headers.get('x-steps'), 'first,last', path)
+    }
+    assert.equal((await sent('GET', '/nope', {})).headers.get('x-steps'), 'first')
+
+    // Both steps for every request finished every request, 404s and refusals included, the last one too.
+    for (const name of ['first', 'last']) {
+      const ran = (): Set<string> => new Set(logs.filter((line) => line.step === name).map((line) => String(line.requestId)))
+      // The lines follow the answers: they are written once each response is sent.
+      await Promise.race([logs.whenCount((line) => line.step === name, answered.size), new Promise((resolve) => setTimeout(resolve, 10_000))])
+      assert.deepEqual([...answered.keys()].filter((id) => !ran().has(id)).map((id) => answered.get(id)), [], name)
+    }
+  })
+})
