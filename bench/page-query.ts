@@ -26,7 +26,8 @@ async function walk (store: Store, status: PetStatus | undefined): Promise<numbe
   let afterId = 0
   const started = performance.now()
   for (let page = 0; page < PAGES; page++) {
-    const { lastId, hasMore } = await store.pets.listPage({ status, afterId, limit: LIMIT })
+    const { pets, hasMore } = await store.pets.listPage({ status, afterId, limit: LIMIT })
+    const lastId = pets.at(-1)?.id
     afterId = hasMore && lastId !== undefined ? lastId : 0
   }
   return (performance.now() - started) * 1000 / PAGES

@@ -28,6 +28,13 @@ export function parseInt64Literal (literal: string): bigint | undefined {
   return value >= INT64_MIN && value <= INT64_MAX ? value : undefined
 }
 
+/** An integer read exactly from the database (a bigint, or its digits), as the API keeps it: a number when a double holds it exactly, a bigint otherwise. */
+export function exactInteger (value: bigint | string): number | bigint {
+  const exact = typeof value === 'bigint' ? value : BigInt(value)
+  const number = Number(exact)
+  return Number.isSafeInteger(number) ? number : exact
+}
+
 /** A positive int64 written as the contract wants it in a path: no sign, no leading zero. */
 export function parsePositiveInt64Text (text: string): bigint | undefined {
   if (!/^[1-9][0-9]{0,18}$/.test(text)) return undefined

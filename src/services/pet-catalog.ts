@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { LruCache } from '../core/lru-cache.js'
-import type { NewPetRecord } from '../core/pets.js'
+import { petToJson, type NewPetRecord } from '../core/pets.js'
 import type { IdempotencyKeyRef, ListPetsQuery, PetRepository } from '../storage/store.js'
 
 export interface CatalogPage {
@@ -88,8 +88,10 @@ export class PetCatalog {
     const key = String(id)
     const cached = this.pets.get(key)
     if (cached !== undefined) return cached
-    const json = await this.repository.findJsonById(id)
-    if (json !== undefined && (this.pets.hasRoomFor(json) || this.petAdmission.admits(id))) this.pets.set(key, json)
+    const pet = await this.repository.findById(id)
+    if (pet === undefined) return undefined
+    const json = petToJson(pet)
+    if (this.pets.hasRoomFor(json) || this.petAdmission.admits(id)) this.pets.set(key, json)
     return json
   }
 
@@ -126,8 +128,9 @@ export class PetCatalog {
   }
 
   private async load (query: ListPetsQuery, key: string): Promise<CatalogPage> {
-    const { json, ...page } = await this.repository.listPage(query)
-    const body = Buffer.from(json)
+    const { pets, hasMore } = await this.repository.listPage(query)
+    const body = Buffer.from(`[${pets.map(petToJson).join(',')}]`)
+    const page = { count: pets.length, lastId: pets.at(-1)?.id, hasMore }
     if (page.count < query.limit) return { ...page, body, etag: undefined }
     const full = { ...page, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
     this.pages.set(key, full)

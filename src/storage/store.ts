@@ -1,13 +1,10 @@
-import type { NewPetRecord, PetStatus } from '../core/pets.js'
+import type { NewPetRecord, PetRecord, PetStatus } from '../core/pets.js'
 
-/** One page of animals, already serialised: the hot path never builds row objects. */
+/** One page of animals. */
 export interface PetPage {
-  /** A JSON array of animals ordered by id ascending. */
-  json: string
-  count: number
-  /** Id of the last animal on the page; undefined when the page is empty. */
-  lastId: number | undefined
-  /** True when at least one matching animal exists after lastId. */
+  /** Ordered by id ascending. */
+  pets: PetRecord[]
+  /** True when at least one matching animal exists after the last one. */
   hasMore: boolean
 }
 
@@ -28,8 +25,8 @@ export interface PetRepository {
   insert (pet: NewPetRecord, claim?: IdempotencyKeyRef): Promise<{ id: number }>
   /** Stores many animals in one transaction (bulk loading); ids follow the given order. */
   insertMany (pets: readonly NewPetRecord[]): Promise<void>
-  /** The animal as JSON, or undefined when no animal has that id. */
-  findJsonById (id: number): Promise<string | undefined>
+  /** The animal, or undefined when no animal has that id. */
+  findById (id: number): Promise<PetRecord | undefined>
   /** Animals with id > afterId, optionally of one status, ordered by id ascending. */
   listPage (query: ListPetsQuery): Promise<PetPage>
   /** Whether any animal of that status (any status when undefined) has an id > afterId. */

@@ -14,10 +14,11 @@ async function countPets (store: Store): Promise<{ count: number, statuses: Set<
   const statuses = new Set<string | undefined>()
   for (;;) {
     const page = await store.pets.listPage({ status: undefined, afterId, limit: 100 })
-    for (const pet of JSON.parse(page.json) as Array<{ status?: string }>) statuses.add(pet.status)
-    count += page.count
-    if (!page.hasMore || page.lastId === undefined) return { count, statuses }
-    afterId = page.lastId
+    for (const pet of page.pets) statuses.add(pet.status)
+    count += page.pets.length
+    const lastId = page.pets.at(-1)?.id
+    if (!page.hasMore || lastId === undefined) return { count, statuses }
+    afterId = lastId
   }
 }
 

@@ -66,7 +66,7 @@ test('creates wait for another connection\'s write lock without blocking the eve
   assert.equal(loopTurns, 20, 'timers fire while the create waits for the lock')
   other.exec('COMMIT')
   assert.deepEqual(await created, { id: 1 })
-  assert.equal(await store.pets.findJsonById(1), '{"id":1,"name":"Rex","categoryId":1,"status":"available"}')
+  assert.deepEqual(await store.pets.findById(1), { id: 1, name: 'Rex', categoryId: 1, status: 'available' })
 })
 
 for (const largeBatchesSyncOnLoop of [true, false]) {

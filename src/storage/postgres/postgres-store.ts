@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module'
 import type pg from 'pg'
 import { decideClaim } from '../../core/idempotency.js'
-import type { NewPetRecord } from '../../core/pets.js'
+import { exactInteger } from '../../core/int64.js'
+import type { NewPetRecord, PetRecord, PetStatus } from '../../core/pets.js'
 import { BatchedLookup } from '../batched-lookup.js'
 import { GroupCommit } from '../group-commit.js'
 import {
@@ -25,28 +26,19 @@ const MAX_IDS_PER_LOOKUP = 500
 const CONNECT_TIMEOUT_MS = 3000
 const STATEMENT_TIMEOUT_MS = 5000
 
-// Built as text rather than with json_build_object, whose output is padded with spaces;
-// to_json escapes the name exactly as JSON requires.
-const PET_JSON = `'{"id":' || id || ',"name":' || to_json(name)::text || ',"categoryId":' || category_id ||
-  CASE WHEN status IS NULL THEN '' ELSE ',"status":"' || status || '"' END || '}'`
+const PET_COLUMNS = 'id, name, category_id, status'
 
-/**
- * One page and whether more follow, in one pass: the page's rows and one more, numbered.
- * Looking one row past the page costs less than a second search of the index after it.
- */
-const pageSql = (statusFilter: string): string => `
-  SELECT
-    '[' || coalesce(string_agg(${PET_JSON}, ',' ORDER BY id) FILTER (WHERE position <= $2), '') || ']' AS json,
-    least(count(*), $2)::int AS count,
-    max(id) FILTER (WHERE position <= $2) AS last_id,
-    count(*) > $2 AS has_more
-  FROM (
-    SELECT id, name, category_id, status, row_number() OVER (ORDER BY id) AS position FROM pets
-    WHERE ${statusFilter} id > $1 ORDER BY id LIMIT $2 + 1
-  ) AS page`
+/** One page and one row more: whether more follow costs one row, not a second search of the index. */
+const pageSql = (statusFilter: string): string => `SELECT ${PET_COLUMNS} FROM pets WHERE ${statusFilter} id > $1 ORDER BY id LIMIT $2`
 
 const PAGE_ALL = pageSql('')
 const PAGE_BY_STATUS = pageSql('status = $3 AND')
+
+/** A row as pg returns it: BIGINT columns as their digits, so a category id beyond 2^53 stays exact. */
+interface PetDbRow { id: string, name: string, category_id: string, status: PetStatus | null }
+
+const toPet = (row: PetDbRow): PetRecord =>
+  ({ id: Number(row.id), name: row.name, categoryId: exactInteger(row.category_id), ...(row.status !== null && { status: row.status }) })
 
 interface AccountDbRow { id: string, email: string, name: string | null, created_at: string }
 interface SessionDbRow { account_id: string, csrf_token: string, created_at: string, expires_at: string }
@@ -174,9 +166,9 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     return batch.map((_, index) => ({ id: firstId + index }))
   }
   const writes = new GroupCommit<PetWrite, { id: number }>(insertBatch, options.writeBatchSize ?? DEFAULT_WRITE_BATCH, options.writeBatchWaitMs)
-  const petsById = new BatchedLookup<number, string>(async (ids) => {
-    const rows = await query<{ id: string, json: string }>(`SELECT id, ${PET_JSON} AS json FROM pets WHERE id = ANY ($1::bigint[])`, [ids], 'pets-by-id')
-    return new Map(rows.map((row) => [Number(row.id), row.json]))
+  const petsById = new BatchedLookup<number, PetRecord>(async (ids) => {
+    const rows = await query<PetDbRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ANY ($1::bigint[])`, [ids], 'pets-by-id')
+    return new Map(rows.map((row) => [Number(row.id), toPet(row)]))
   }, MAX_IDS_PER_LOOKUP)
   let closing: Promise<void> | undefined
 
@@ -191,13 +183,12 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
           }
         })
       },
-      findJsonById: async (id) => await petsById.get(id),
+      findById: async (id) => await petsById.get(id),
       listPage: async ({ status, afterId, limit }) => {
-        const [row] = status === undefined
-          ? await query<{ json: string, count: number, last_id: string | null, has_more: boolean }>(PAGE_ALL, [afterId, limit])
-          : await query<{ json: string, count: number, last_id: string | null, has_more: boolean }>(PAGE_BY_STATUS, [afterId, limit, status])
-        if (row === undefined) throw new Error('page query returned no row')
-        return { json: row.json, count: row.count, lastId: row.last_id === null ? undefined : Number(row.last_id), hasMore: row.has_more }
+        const rows = status === undefined
+          ? await query<PetDbRow>(PAGE_ALL, [afterId, limit + 1], 'page-all')
+          : await query<PetDbRow>(PAGE_BY_STATUS, [afterId, limit + 1, status], 'page-by-status')
+        return { pets: rows.slice(0, limit).map(toPet), hasMore: rows.length > limit }
       },
       existsAfter: async (status, afterId) => {
         const [row] = status === undefined

@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type Database from 'better-sqlite3'
 import { decideClaim } from '../../core/idempotency.js'
-import { PET_STATUSES, type NewPetRecord, type PetStatus } from '../../core/pets.js'
+import { exactInteger } from '../../core/int64.js'
+import { PET_STATUSES, type NewPetRecord, type PetRecord, type PetStatus } from '../../core/pets.js'
 import {
   DuplicateEmailError,
   type AccountRow,
@@ -21,25 +22,16 @@ import { openPetWrites, type PetWrites } from './pet-writes.js'
 /** Most creates that share one transaction (group commit); WRITE_BATCH_SIZE=1 turns group commit off. */
 export const DEFAULT_WRITE_BATCH = 256
 
-// status is omitted, never null, when the animal has none (CONTRACT.md).
-const PET_JSON = `CASE WHEN status IS NULL
-  THEN json_object('id', id, 'name', name, 'categoryId', category_id)
-  ELSE json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status) END`
+const PET_COLUMNS = 'id, name, category_id, status'
 
-/**
- * One page and whether more follow, in one pass: the page's rows and one more, numbered.
- * Looking one row past the page costs less than a second search of the index after it.
- */
-const pageSql = (statusFilter: string): string => `
-  SELECT
-    json_group_array(json(${PET_JSON}) ORDER BY id) FILTER (WHERE position <= @limit) AS json,
-    min(count(*), @limit) AS count,
-    max(id) FILTER (WHERE position <= @limit) AS lastId,
-    count(*) > @limit AS hasMore
-  FROM (
-    SELECT id, name, category_id, status, row_number() OVER (ORDER BY id) AS position FROM pets
-    WHERE ${statusFilter} id > @afterId ORDER BY id LIMIT @limit + 1
-  )`
+/** One page and one row more: whether more follow costs one row, not a second search of the index. */
+const pageSql = (statusFilter: string): string => `SELECT ${PET_COLUMNS} FROM pets WHERE ${statusFilter} id > ? ORDER BY id LIMIT ?`
+
+/** A row as better-sqlite3 returns it raw, its integers as bigints: a category id beyond 2^53 stays exact. */
+type PetDbRow = [id: bigint, name: string, categoryId: bigint, status: PetStatus | null]
+
+const toPet = ([id, name, categoryId, status]: PetDbRow): PetRecord =>
+  ({ id: Number(id), name, categoryId: exactInteger(categoryId), ...(status !== null && { status }) })
 
 interface AccountDbRow { id: number, email: string, name: string | null, created_at: number }
 interface SessionDbRow { account_id: number, csrf_token: string, created_at: number, expires_at: number }
@@ -113,9 +105,9 @@ function byStatus<T> (prepare: (status: PetStatus) => T): Record<PetStatus, T> {
 function prepareStatements (db: Database.Database) {
   return {
     insertPet: db.prepare('INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)'),
-    petJsonById: db.prepare(`SELECT ${PET_JSON} FROM pets WHERE id = ?`).pluck(),
-    pageAll: db.prepare(pageSql('')),
-    pageByStatus: byStatus((status) => db.prepare(pageSql(`status = '${status}' AND`))),
+    petById: db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).raw().safeIntegers(),
+    pageAll: db.prepare(pageSql('')).raw().safeIntegers(),
+    pageByStatus: byStatus((status) => db.prepare(pageSql(`status = '${status}' AND`)).raw().safeIntegers()),
     existsAfterAll: db.prepare('SELECT EXISTS (SELECT 1 FROM pets WHERE id > ?)').pluck(),
     existsAfterByStatus: byStatus((status) => db.prepare(`SELECT EXISTS (SELECT 1 FROM pets WHERE status = '${status}' AND id > ?)`).pluck()),
     insertAccount: db.prepare(`INSERT INTO accounts (email, name, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING ${ACCOUNT_COLUMNS}`),
@@ -162,13 +154,13 @@ function buildStore (db: Database.Database, sql: () => Statements, petWrites: Pe
     pets: {
       insert: petWrites.insert,
       insertMany: async (pets) => { insertMany.immediate(pets) },
-      findJsonById: async (id) => sql().petJsonById.get(id) as string | undefined,
+      findById: async (id) => {
+        const row = sql().petById.get(id) as PetDbRow | undefined
+        return row && toPet(row)
+      },
       listPage: async ({ status, afterId, limit }: ListPetsQuery): Promise<PetPage> => {
-        const row = status === undefined
-          ? sql().pageAll.get({ afterId, limit })
-          : sql().pageByStatus[status].get({ afterId, limit })
-        const { json, count, lastId, hasMore } = row as { json: string, count: number, lastId: number | null, hasMore: number }
-        return { json, count, lastId: lastId ?? undefined, hasMore: hasMore === 1 }
+        const rows = (status === undefined ? sql().pageAll.all(afterId, limit + 1) : sql().pageByStatus[status].all(afterId, limit + 1)) as PetDbRow[]
+        return { pets: rows.slice(0, limit).map(toPet), hasMore: rows.length > limit }
       },
       existsAfter: async (status: PetStatus | undefined, afterId: number) =>
         (status === undefined ? sql().existsAfterAll.get(afterId) : sql().existsAfterByStatus[status].get(afterId)) === 1
