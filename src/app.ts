@@ -15,6 +15,7 @@ import { registerCors, registerDrainRefusal, registerLoadShedding, registerRateL
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { petRoutes } from './http/routes/pets.js'
+import { rootRoutes } from './http/routes/root.js'
 import { tolerantUrl } from './http/tolerant-url.js'
 import { FrontGate } from './http/front-gate.js'
 import { HotCreates } from './http/hot-creates.js'
@@ -133,6 +134,7 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
   await app.register(petRoutes, { catalog, reads, idempotencyKeys })
   await app.register(storeOrderRoutes)
   await app.register(docsRoutes)
+  await app.register(rootRoutes)
   await app.register(healthRoutes, { store })
   await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
 

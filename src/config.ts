@@ -150,7 +150,9 @@ function readStorage (value: string | undefined, fail: Fail): StorageLocation | 
     return path === '' ? fail('DATABASE_URL', 'sqlite: needs a file path, as in sqlite:./data/animal-store.sqlite', value) : { engine: 'sqlite', path }
   }
   if (/^postgres(ql)?:\/\/./.test(value)) return { engine: 'postgres', url: value }
-  return fail('DATABASE_URL', 'expected sqlite:<path>, postgres://… or postgresql://…', redactUrl(value))
+  // A value without a scheme is most often the path of a SQLite file.
+  const hint = /^[a-z][a-z0-9+.-]*:/i.test(value) ? '' : `; for a SQLite file at that path write DATABASE_URL=sqlite:${value}`
+  return fail('DATABASE_URL', `expected sqlite:<path>, postgres://… or postgresql://…${hint}`, redactUrl(value))
 }
 
 function readBaseUrl (variable: string, value: string | undefined, fail: Fail): string | undefined {
