@@ -57,6 +57,7 @@ export interface Config {
 }
 
 export const DEFAULT_SQLITE_PATH = './data/animal-store.sqlite'
+const MAX_BASE_URL_LENGTH = 2048
 
 export class ConfigError extends Error {
   constructor (readonly problems: string[]) {
@@ -165,6 +166,8 @@ function readBaseUrl (variable: string, value: string | undefined, fail: Fail): 
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail(variable, 'expected an http or https URL', value)
   if (url.search !== '' || url.hash !== '') return fail(variable, 'expected a URL without query or fragment', value)
+  // Link headers carry it; the OpenAPI document states how long they can be.
+  if (value.length > MAX_BASE_URL_LENGTH) return fail(variable, `expected a URL of at most ${MAX_BASE_URL_LENGTH} characters`, `${value.slice(0, 40)}…`)
   return value.replace(/\/+$/, '')
 }
 
