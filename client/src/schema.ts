@@ -267,7 +267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. Get a key in the developer portal at /portal. */
+            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -344,7 +344,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. Get a key in the developer portal at /portal. */
+            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -467,7 +467,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. Get a key in the developer portal at /portal. */
+            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -537,7 +537,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The API key is missing or invalid. Get a key in the developer portal at /portal. */
+            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];

@@ -128,7 +128,7 @@ export async function registerOpenApi (app: FastifyInstance, options: OpenApiOpt
       security: [{ bearerAuth: [] }],
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer ask_…`. Get one in the developer portal at /portal.' }
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer ask_…`. Get one in the [developer portal](/portal).' }
         }
       }
     },

@@ -36,7 +36,7 @@ export type ErrorExamples = Record<string, ErrorExample>
 
 const DESCRIPTIONS: Record<number, string> = {
   400: 'The request is invalid; the message names the field or parameter.',
-  401: 'The API key is missing or invalid. Get a key in the developer portal at /portal.',
+  401: 'The API key is missing or invalid. Get a key in the [developer portal](/portal).',
   404: 'The requested resource could not be found.',
   409: 'A request with the same Idempotency-Key is still in flight (idempotency_key_in_use).',
   413: 'The request body is larger than 65,536 bytes.',
