@@ -10,7 +10,7 @@ import { deref, documentValidator, fetchOpenApiDocument, type DocumentValidator,
  * Fuzzing from the contract. Every request is generated from the OpenAPI document the
  * application serves (paths, methods, the NewPet schema, the listPets parameters) or is
  * a mutation of such a request, and every answer is checked against the document and
- * CONTRACT.md: no 5xx; a status the document lists for the operation (404/405/204 for
+ * docs/decisions.md: no 5xx; a status the document lists for the operation (404/405/204 for
  * unknown paths, other methods and OPTIONS; 401 first when the key is missing or bad);
  * application/json with a body matching the documented schema; the exact 4xx the
  * contract gives for the invalid requests; created animals that read back exactly as
@@ -249,7 +249,7 @@ function bodyVerdict (bytes: Buffer, newPet: DocumentValidatorFn): BodyVerdict {
     const pet = exact === 'fraction' || exact === 'huge' ? undefined : { name: parsed.name, categoryId: exact, ...(parsed.status !== undefined && { status: parsed.status }) }
     return { status: 'either', pet, why: 'repeated keys' }
   }
-  // CONTRACT.md: categoryId is a JSON integer in the int64 range, never silently rounded.
+  // docs/decisions.md: categoryId is a JSON integer in the int64 range, never silently rounded.
   if (exact === 'fraction') return { status: 400, why: `categoryId ${literal} is not an integer` }
   if (exact === 'huge' || exact < INT64_MIN || exact > INT64_MAX) return { status: 400, why: `categoryId ${literal} is outside int64` }
   const pet = { name: parsed.name, categoryId: exact, ...(parsed.status !== undefined && { status: parsed.status }) }
@@ -1036,7 +1036,7 @@ interface ListOutcome {
   page?: { afterId: number, status: string | undefined, limit: number }
 }
 
-/** CONTRACT.md on GET /pets: each parameter at most once, limit as digits in 1..100, status from the enumeration, cursors only as issued. */
+/** docs/decisions.md on GET /pets: each parameter at most once, limit as digits in 1..100, status from the enumeration, cursors only as issued. */
 function expectList (catalogue: Catalogue, query: string): ListOutcome {
   const parsed = parseQuery(query)
   for (const name of ['limit', 'status', 'cursor']) {
@@ -1552,7 +1552,7 @@ describe('the Content-Type and Content-Encoding families on POST /v1/pets', () =
 
 /**
  * The smallest counterexamples the properties above found, kept as plain tests: each
- * states what CONTRACT.md and the document require and fails until the service does it.
+ * states what docs/decisions.md and the document require and fails until the service does it.
  */
 describe('regressions found by the fuzzer', () => {
   const keyOf = (fz: FuzzApp): AuthCase => ({ label: 'Bearer key', header: `Bearer ${fz.key}`, valid: true, challenge: 'any' })

@@ -21,7 +21,7 @@ import { openPetWrites, type PetWrites } from './pet-writes.js'
 /** Most creates that share one transaction (group commit); WRITE_BATCH_SIZE=1 turns group commit off. */
 export const DEFAULT_WRITE_BATCH = 256
 
-// status is omitted, never null, when the animal has none (CONTRACT.md).
+// status is omitted, never null, when the animal has none (docs/decisions.md).
 const PET_JSON = `CASE WHEN status IS NULL
   THEN json_object('id', id, 'name', name, 'categoryId', category_id)
   ELSE json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status) END`
