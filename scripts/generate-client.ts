@@ -1,6 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { pino } from 'pino'
 import { buildApp } from '../src/app.js'
@@ -25,8 +26,8 @@ export interface ClientFiles {
   schemaTs: string
 }
 
-/** The document exactly as GET /v1/openapi.json serves it with the default configuration. */
-export async function fetchServedDocument (): Promise<unknown> {
+/** The document exactly as GET /v1/openapi.json serves it with the default configuration, as text. */
+export async function fetchServedDocument (): Promise<string> {
   const store = openSqliteStore(':memory:')
   try {
     await store.migrate()
@@ -36,7 +37,7 @@ export async function fetchServedDocument (): Promise<unknown> {
     try {
       const response = await app.inject({ method: 'GET', url: '/v1/openapi.json' })
       if (response.statusCode !== 200) throw new Error(`GET /v1/openapi.json answered ${response.statusCode}: ${response.body}`)
-      return response.json()
+      return response.body
     } finally {
       await app.close()
     }
@@ -47,7 +48,8 @@ export async function fetchServedDocument (): Promise<unknown> {
 
 /** Renders both generated files in memory; the drift test compares them with the committed ones. */
 export async function renderClientFiles (): Promise<ClientFiles> {
-  const openapiJson = `${JSON.stringify(await fetchServedDocument(), null, 2)}\n`
+  // Pretty-printed through a lossless parser, so the int64 bounds keep every digit.
+  const openapiJson = `${stringifyLossless(parseLossless(await fetchServedDocument()), undefined, 2) ?? ''}\n`
   // The types are generated from the text written to disk, so they follow the committed copy exactly.
   const ast = await openapiTS(JSON.parse(openapiJson) as Parameters<typeof openapiTS>[0], { silent: true })
   const schemaTs = SCHEMA_HEADER + astToString(ast)

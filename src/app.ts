@@ -17,6 +17,7 @@ import { healthRoutes } from './http/routes/health.js'
 import { metricsRoutes } from './http/routes/metrics.js'
 import { openApiDocumentRoutes } from './http/routes/openapi-document.js'
 import { petRoutes } from './http/routes/pets.js'
+import { rootRoutes } from './http/routes/root.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
 import { authenticate } from './http/steps/authentication.js'
 import { requestIdOf } from './http/steps/request-context.js'
@@ -135,7 +136,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
     },
     forceCloseConnections: 'idle',
     ajv: {
-      // CONTRACT: no type coercion, no silently removed properties.
+      // docs/decisions.md: no type coercion, no silently removed properties.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true },
       plugins: [(ajv: Ajv) => ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) })]
     }
@@ -174,6 +175,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
 
   // Outside /v1: the reference page, the probes, the metrics and the developer portal.
   await app.register(docsRoutes)
+  await app.register(rootRoutes)
   await app.register(healthRoutes, { store })
   if (config.metricsEnabled) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
   await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })

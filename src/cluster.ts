@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import type { Logger } from 'pino'
 import { serviceLogger } from './app.js'
+import { explainFailure } from './cli/explain-failure.js'
 import type { Config } from './config.js'
 import { openStore } from './storage/open-store.js'
 
@@ -74,7 +75,9 @@ export async function runPrimary (config: Readonly<Config>): Promise<void> {
       await store.close()
     }
   } catch (error) {
-    logger.fatal({ err: error }, 'could not start')
+    const explained = explainFailure(error, config)
+    if (explained === undefined) logger.fatal({ err: error }, 'could not start')
+    else process.stderr.write(`error: ${explained}\n`)
     failed = true
     finish()
     return

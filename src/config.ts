@@ -57,6 +57,7 @@ export interface Config {
 }
 
 export const DEFAULT_SQLITE_PATH = './data/animal-store.sqlite'
+const MAX_BASE_URL_LENGTH = 2048
 
 export class ConfigError extends Error {
   constructor (readonly problems: string[]) {
@@ -150,7 +151,9 @@ function readStorage (value: string | undefined, fail: Fail): StorageLocation | 
     return path === '' ? fail('DATABASE_URL', 'sqlite: needs a file path, as in sqlite:./data/animal-store.sqlite', value) : { engine: 'sqlite', path }
   }
   if (/^postgres(ql)?:\/\/./.test(value)) return { engine: 'postgres', url: value }
-  return fail('DATABASE_URL', 'expected sqlite:<path>, postgres://… or postgresql://…', redactUrl(value))
+  // A value without a scheme is most often the path of a SQLite file.
+  const hint = /^[a-z][a-z0-9+.-]*:/i.test(value) ? '' : `; for a SQLite file at that path write DATABASE_URL=sqlite:${value}`
+  return fail('DATABASE_URL', `expected sqlite:<path>, postgres://… or postgresql://…${hint}`, redactUrl(value))
 }
 
 function readBaseUrl (variable: string, value: string | undefined, fail: Fail): string | undefined {
@@ -163,6 +166,8 @@ function readBaseUrl (variable: string, value: string | undefined, fail: Fail): 
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail(variable, 'expected an http or https URL', value)
   if (url.search !== '' || url.hash !== '') return fail(variable, 'expected a URL without query or fragment', value)
+  // Link headers carry it; the OpenAPI document states how long they can be.
+  if (value.length > MAX_BASE_URL_LENGTH) return fail(variable, `expected a URL of at most ${MAX_BASE_URL_LENGTH} characters`, `${value.slice(0, 40)}…`)
   return value.replace(/\/+$/, '')
 }
 

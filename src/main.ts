@@ -2,11 +2,15 @@ import cluster from 'node:cluster'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, serviceLogger } from './app.js'
 import { leaveCluster, runPrimary, withWorkerId } from './cluster.js'
+import { explainFailure } from './cli/explain-failure.js'
 import type { Config } from './config.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 
 const SHUTDOWN_DEADLINE_MS = 10_000
+
+/** The start-up line, once per address listened on: where the API, its reference and the portal are. */
+export const listeningLine = (address: string): string => `Animal Store listening on ${address}: API /v1, reference /docs, portal /portal`
 
 /**
  * serve: store -> migrations -> app -> listen, and a graceful stop on SIGTERM or SIGINT.
@@ -57,13 +61,16 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     const applied = await store.migrate()
     if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations')
     app = await buildApp({ config, store, logger })
-    if (stopping === undefined) await app.listen({ host: config.host, port: config.port })
+    if (stopping === undefined) await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningLine })
   })()
 
   try {
     await starting
   } catch (error) {
-    logger.fatal({ err: error }, 'could not start')
+    // A failure the operator can fix is one line on stderr naming the setting; anything else is logged whole.
+    const explained = explainFailure(error, config)
+    if (explained === undefined) logger.fatal({ err: error }, 'could not start')
+    else process.stderr.write(`error: ${explained}\n`)
     process.exitCode = 1
     process.removeListener('SIGTERM', stop)
     process.removeListener('SIGINT', stop)

@@ -1,10 +1,16 @@
+import { isInteger, isSafeNumber, parse as parseLossless, stringify as stringifyLossless } from 'lossless-json'
 import createClient, { type Client } from 'openapi-fetch'
 import type { components, operations, paths } from './schema.js'
 
 export type { components, operations, paths } from './schema.js'
 
-export type Pet = components['schemas']['Pet']
-export type NewPet = components['schemas']['NewPet']
+/**
+ * An int64 the API keeps exactly: a number while it is a safe integer (up to 2^53 − 1 either way), a
+ * bigint beyond, where a number would be rounded. Send either; a bigint is written digit for digit.
+ */
+export type Int64 = number | bigint
+export type Pet = Omit<components['schemas']['Pet'], 'categoryId'> & { categoryId: Int64 }
+export type NewPet = Omit<components['schemas']['NewPet'], 'categoryId'> & { categoryId: Int64 }
 export type PetStatus = components['schemas']['PetStatus']
 /** The body of every error response of the API. */
 export type ErrorBody = components['schemas']['Error']
@@ -93,9 +99,9 @@ export function createAnimalStoreClient (options: AnimalStoreClientOptions): Ani
   })
 
   async function listPets (query: ListPetsQuery = {}): Promise<PetPage> {
-    const { data, error, response } = await raw.GET('/pets', { params: { query } })
+    const { data, error, response } = await raw.GET('/pets', { params: { query }, parseAs: 'text' })
     if (data === undefined) throw errorOf(response, error)
-    return { pets: data, next: nextPageQuery(response.headers.get('link')) }
+    return { pets: parseJson(data) as Pet[], next: nextPageQuery(response.headers.get('link')) }
   }
 
   async function * allPets (query: Pick<ListPetsQuery, 'status' | 'limit'> = {}): AsyncGenerator<Pet, void, undefined> {
@@ -109,23 +115,41 @@ export function createAnimalStoreClient (options: AnimalStoreClientOptions): Ani
 
   async function createPet (pet: NewPet, { idempotencyKey }: CreatePetOptions = {}): Promise<Pet> {
     const { data, error, response } = await raw.POST('/pets', {
-      body: pet,
-      params: idempotencyKey === undefined ? {} : { header: { 'idempotency-key': idempotencyKey } }
+      // The document types categoryId as a number; a bigint is written as its digits all the same.
+      body: pet as components['schemas']['NewPet'],
+      bodySerializer: (body) => stringifyLossless(body) ?? '',
+      params: idempotencyKey === undefined ? {} : { header: { 'idempotency-key': idempotencyKey } },
+      parseAs: 'text'
     })
     if (data === undefined) throw errorOf(response, error)
-    return data
+    return parseJson(data) as Pet
   }
 
   async function getPet (petId: number): Promise<GetPetResult> {
-    const { data, error, response } = await raw.GET('/pets/{petId}', { params: { path: { petId } } })
+    const { data, error, response } = await raw.GET('/pets/{petId}', { params: { path: { petId } }, parseAs: 'text' })
     if (data === undefined) throw errorOf(response, error)
-    return { pet: data, deprecation: deprecationOf(response.headers, response.url === '' ? `${baseUrl}/` : response.url) }
+    return { pet: parseJson(data) as Pet, deprecation: deprecationOf(response.headers, response.url === '' ? `${baseUrl}/` : response.url) }
   }
 
   return { listPets, allPets, createPet, getPet, raw }
 }
 
-function errorOf (response: Response, body: unknown): AnimalStoreError {
+/**
+ * JSON as the API writes it, without rounding: an integer beyond 2^53 becomes a bigint, every
+ * other number what JSON.parse makes of it. (JSON.parse would turn 9007199254740993 into
+ * 9007199254740992.)
+ */
+export function parseJson (text: string): unknown {
+  return parseLossless(text, undefined, (digits) => isInteger(digits) && !isSafeNumber(digits) ? BigInt(digits) : Number(digits))
+}
+
+function errorOf (response: Response, text: unknown): AnimalStoreError {
+  let body: unknown
+  try {
+    body = typeof text === 'string' ? parseJson(text) : text
+  } catch {
+    body = undefined
+  }
   const requestId = response.headers.get('x-request-id') ?? undefined
   if (isErrorBody(body)) return new AnimalStoreError({ code: body.code, message: body.message, status: response.status, requestId })
   return new AnimalStoreError({

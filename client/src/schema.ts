@@ -114,7 +114,8 @@ export interface components {
             name: string;
             /**
              * Format: int64
-             * @description Identifier of the category the animal belongs to: any integer in the int64 range, kept exactly (also beyond 2^53).
+             * @description Identifier of the category the animal belongs to: any integer in the int64 range, kept exactly (also beyond 2^53: parse responses with a lossless JSON parser to keep such values).
+             * @example 1
              */
             categoryId: number;
             status?: components["schemas"]["PetStatus"];
@@ -132,19 +133,21 @@ export interface components {
             /**
              * Format: int64
              * @description Unique identifier assigned on creation.
+             * @example 1
              */
             id: number;
             /** @description The animal's name: 1 to 200 characters (code points), kept exactly as sent; control characters are not allowed. */
             name: string;
             /**
              * Format: int64
-             * @description Identifier of the category the animal belongs to: any integer in the int64 range, kept exactly (also beyond 2^53).
+             * @description Identifier of the category the animal belongs to: any integer in the int64 range, kept exactly (also beyond 2^53: parse responses with a lossless JSON parser to keep such values).
+             * @example 1
              */
             categoryId: number;
             status?: components["schemas"]["PetStatus"];
         };
         /**
-         * @description A page of animals ordered by id ascending.
+         * @description A page of animals ordered by id ascending: at most `limit` of them, and `limit` is at most 100.
          * @example [
          *       {
          *         "id": 1,
@@ -174,27 +177,32 @@ export interface components {
              * @enum {string}
              */
             code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "payload_too_large" | "idempotency_key_in_use" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable";
-            /** @description Human-readable description, naming the offending field or parameter. */
+            /** @description Human-readable description, naming the offending field or parameter. It may quote what the request sent. */
             message: string;
-            /** @description The HTTP status code of the response. */
+            /**
+             * Format: int32
+             * @description The HTTP status code of the response.
+             */
             status: number;
         };
     };
-    responses: {
-        /** @description The path exists but not with this method; `Allow` lists the methods it serves. */
-        MethodNotAllowed: {
-            headers: {
-                Allow?: string;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-    };
+    responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Sent when rate limiting is configured (RATE_LIMIT_PER_MINUTE): the requests left to this API key (`r`) and the seconds until its window starts again (`t`), as the IETF httpapi ratelimit-headers draft writes them. */
+        RateLimit: string;
+        /** @description Sent when rate limiting is configured (RATE_LIMIT_PER_MINUTE): the requests allowed per API key (`q`) in a window of `w` seconds. */
+        "RateLimit-Policy": string;
+        /** @description The bearer challenge (RFC 6750), with `error="invalid_token"` when a key was sent but is not valid. */
+        "WWW-Authenticate": "Bearer realm=\"animal-store\"" | "Bearer realm=\"animal-store\", error=\"invalid_token\"";
+        /** @description Seconds to wait before trying again (RFC 9110). */
+        "Retry-After": string;
+        /** @description When this operation was deprecated (RFC 9745): 5 December 2025. */
+        Deprecation: "@1764892800";
+        /** @description When it will be removed (RFC 8594). */
+        Sunset: "Thu, 05 Dec 2030 00:00:00 GMT";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -202,11 +210,20 @@ export interface operations {
     listPets: {
         parameters: {
             query?: {
-                /** @description Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero. */
+                /**
+                 * @description Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.
+                 * @example 20
+                 */
                 limit?: number;
-                /** @description Only animals with this status. */
+                /**
+                 * @description Only animals with this status.
+                 * @example available
+                 */
                 status?: "available" | "pending" | "sold";
-                /** @description Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`. */
+                /**
+                 * @description Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`.
+                 * @example MjA.tJ5kZ8Gm1fXc0Qv3pLr2Aw
+                 */
                 cursor?: string;
             };
             header?: never;
@@ -218,10 +235,12 @@ export interface operations {
             /** @description A page of animals. */
             200: {
                 headers: {
-                    /** @description Present when more animals match: `<URL>; rel="next"`. */
+                    /** @description Present when more animals match: `<URL>; rel="next"` (RFC 8288). The URL is relative (`/v1/pets?…`) unless PUBLIC_BASE_URL is set; resolve it against the URL of the request, as a browser resolves a link. */
                     Link?: string;
-                    /** @description Strong entity tag, present on full pages (which never change). */
+                    /** @description Strong entity tag, present on full pages, which never change: send it back in If-None-Match to get 304. */
                     ETag?: string;
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -231,6 +250,8 @@ export interface operations {
             /** @description Not modified: the full page matching If-None-Match is unchanged; no body. */
             304: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -238,17 +259,40 @@ export interface operations {
             /** @description The request is invalid; the message names the field or parameter. */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. */
+            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
-                    /** @description Bearer realm="animal-store", with error="invalid_token" when a key was sent but is not valid (RFC 6750). */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Sent only when rate limiting is configured (RATE_LIMIT_PER_MINUTE): this API key made more requests in the current minute than the limit allows. Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service cannot answer now: it is shedding load (its event loop lags), shutting down (draining), or its database is unreachable. Retry after Retry-After seconds; a create is safe to retry with an Idempotency-Key. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -270,34 +314,19 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description An animal to add. Exactly these fields; any other field, including id, is refused. */
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "name": "Rex",
-                 *       "categoryId": 1,
-                 *       "status": "available"
-                 *     }
-                 */
-                "application/json": {
-                    /** @description The animal's name: 1 to 200 characters (code points), kept exactly as sent; control characters are not allowed. */
-                    name: string;
-                    /**
-                     * Format: int64
-                     * @description Identifier of the category the animal belongs to: any integer in the int64 range, kept exactly (also beyond 2^53).
-                     */
-                    categoryId: number;
-                    status?: components["schemas"]["PetStatus"];
-                };
+                "application/json": components["schemas"]["NewPet"];
             };
         };
         responses: {
             /** @description The created animal (or, for a repeated Idempotency-Key, the animal the first request created). */
             201: {
                 headers: {
-                    /** @description Path of the created animal: /v1/pets/{id}. */
+                    /** @description Path of the created animal. */
                     Location?: string;
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -307,17 +336,18 @@ export interface operations {
             /** @description The request is invalid; the message names the field or parameter. */
             400: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. */
+            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
-                    /** @description Bearer realm="animal-store", with error="invalid_token" when a key was sent but is not valid (RFC 6750). */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -327,6 +357,8 @@ export interface operations {
             /** @description A request with the same Idempotency-Key is still in flight (idempotency_key_in_use). */
             409: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -336,6 +368,8 @@ export interface operations {
             /** @description The request body is larger than 65,536 bytes. */
             413: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -345,6 +379,8 @@ export interface operations {
             /** @description The request body is not application/json (or has a Content-Encoding other than identity). */
             415: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -354,6 +390,30 @@ export interface operations {
             /** @description The Idempotency-Key was already used with a different request body (idempotency_key_reused). */
             422: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Sent only when rate limiting is configured (RATE_LIMIT_PER_MINUTE): this API key made more requests in the current minute than the limit allows. Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service cannot answer now: it is shedding load (its event loop lags), shutting down (draining), or its database is unreachable. Retry after Retry-After seconds; a create is safe to retry with an Idempotency-Key. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -367,7 +427,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Identifier of the animal: digits without sign or leading zero, at most 2^63−1. Anything else gets 400 (addition to the specification). */
+                /**
+                 * @description Identifier of the animal: digits without sign or leading zero, at most 2^63−1. Anything else gets 400 (addition to the specification).
+                 * @example 1
+                 */
                 petId: number;
             };
             cookie?: never;
@@ -377,12 +440,12 @@ export interface operations {
             /** @description The animal. */
             200: {
                 headers: {
-                    /** @description When this operation was deprecated (RFC 9745): `@1764892800`. */
-                    Deprecation?: string;
-                    /** @description When it will be removed (RFC 8594): `Thu, 05 Dec 2030 00:00:00 GMT`. */
-                    Sunset?: string;
-                    /** @description The replacement: `</v1/pets>; rel="successor-version"`. */
-                    Link?: string;
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    /** @description The replacement: `GET /v1/pets` with the `status` filter. */
+                    Link?: "</v1/pets>; rel=\"successor-version\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -392,29 +455,26 @@ export interface operations {
             /** @description The request is invalid; the message names the field or parameter. */
             400: {
                 headers: {
-                    /** @description When this operation was deprecated (RFC 9745): `@1764892800`. */
-                    Deprecation?: string;
-                    /** @description When it will be removed (RFC 8594): `Thu, 05 Dec 2030 00:00:00 GMT`. */
-                    Sunset?: string;
-                    /** @description The replacement: `</v1/pets>; rel="successor-version"`. */
-                    Link?: string;
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    /** @description The replacement: `GET /v1/pets` with the `status` filter. */
+                    Link?: "</v1/pets>; rel=\"successor-version\"";
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. */
+            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
-                    /** @description Bearer realm="animal-store", with error="invalid_token" when a key was sent but is not valid (RFC 6750). */
-                    "WWW-Authenticate"?: string;
-                    /** @description When this operation was deprecated (RFC 9745): `@1764892800`. */
-                    Deprecation?: string;
-                    /** @description When it will be removed (RFC 8594): `Thu, 05 Dec 2030 00:00:00 GMT`. */
-                    Sunset?: string;
-                    /** @description The replacement: `</v1/pets>; rel="successor-version"`. */
-                    Link?: string;
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    /** @description The replacement: `GET /v1/pets` with the `status` filter. */
+                    Link?: "</v1/pets>; rel=\"successor-version\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -424,12 +484,42 @@ export interface operations {
             /** @description The requested resource could not be found. */
             404: {
                 headers: {
-                    /** @description When this operation was deprecated (RFC 9745): `@1764892800`. */
-                    Deprecation?: string;
-                    /** @description When it will be removed (RFC 8594): `Thu, 05 Dec 2030 00:00:00 GMT`. */
-                    Sunset?: string;
-                    /** @description The replacement: `</v1/pets>; rel="successor-version"`. */
-                    Link?: string;
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    /** @description The replacement: `GET /v1/pets` with the `status` filter. */
+                    Link?: "</v1/pets>; rel=\"successor-version\"";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Sent only when rate limiting is configured (RATE_LIMIT_PER_MINUTE): this API key made more requests in the current minute than the limit allows. Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    /** @description The replacement: `GET /v1/pets` with the `status` filter. */
+                    Link?: "</v1/pets>; rel=\"successor-version\"";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service cannot answer now: it is shedding load (its event loop lags), shutting down (draining), or its database is unreachable. Retry after Retry-After seconds; a create is safe to retry with an Idempotency-Key. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    /** @description The replacement: `GET /v1/pets` with the `status` filter. */
+                    Link?: "</v1/pets>; rel=\"successor-version\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -447,11 +537,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The API key is missing or invalid. */
+            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
-                    /** @description Bearer realm="animal-store", with error="invalid_token" when a key was sent but is not valid (RFC 6750). */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Sent only when rate limiting is configured (RATE_LIMIT_PER_MINUTE): this API key made more requests in the current minute than the limit allows. Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -461,6 +562,18 @@ export interface operations {
             /** @description The operation is not implemented. */
             501: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service cannot answer now: it is shedding load (its event loop lags), shutting down (draining), or its database is unreachable. Retry after Retry-After seconds; a create is safe to retry with an Idempotency-Key. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -487,6 +600,16 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description The service cannot answer now: it is shedding load (its event loop lags), shutting down (draining), or its database is unreachable. Retry after Retry-After seconds; a create is safe to retry with an Idempotency-Key. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

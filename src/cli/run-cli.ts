@@ -1,4 +1,6 @@
-import { ConfigError } from '../config.js'
+import { readFileSync } from 'node:fs'
+import { closestMatch } from 'leven'
+import { ConfigError, loadConfig, type Config } from '../config.js'
 import { AccountsError } from '../services/accounts.js'
 import { DuplicateEmailError } from '../storage/store.js'
 import { accountsCreate, accountsSetPassword } from './commands/accounts.js'
@@ -9,6 +11,7 @@ import { migrate } from './commands/migrate.js'
 import { seed } from './commands/seed.js'
 import { serveCommand } from './commands/serve.js'
 import { CliError, type CliContext, type Command } from './context.js'
+import { explainFailure } from './explain-failure.js'
 
 const COMMANDS: Record<string, Command> = {
   serve: serveCommand,
@@ -23,6 +26,30 @@ const COMMANDS: Record<string, Command> = {
   backup
 }
 
+/** Read at run time: src/cli/ and the bundle in dist/cli/ both sit two folders below package.json. */
+function version (): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  return pkg.version
+}
+
+/** The command a mistyped one most likely meant, or every command of the group it named. */
+function suggestionFor (first: string, second: string | undefined): string | undefined {
+  const names = Object.keys(COMMANDS)
+  const typed = second === undefined || second.startsWith('-') ? first : `${first} ${second}`
+  const closest = closestMatch(typed, names, { maxDistance: 3 }) ?? closestMatch(first, names, { maxDistance: 2 })
+  if (closest !== undefined) return `did you mean: animal-store ${closest}`
+  const group = names.filter((name) => name.startsWith(`${first} `))
+  return group.length > 0 ? `${first} has these commands: ${group.join(', ')}` : undefined
+}
+
+function configOrUndefined (env: CliContext['env']): Readonly<Config> | undefined {
+  try {
+    return loadConfig(env)
+  } catch {
+    return undefined
+  }
+}
+
 function overview (): string {
   const lines = Object.values(COMMANDS).map((command) => `  ${command.usage.padEnd(56)} ${command.summary}`)
   return [
@@ -31,7 +58,8 @@ function overview (): string {
     'Commands:',
     ...lines,
     '',
-    'Every command reads the same environment as the server (DATABASE_URL, …) and accepts --help.'
+    'Every command reads the same environment as the server (DATABASE_URL, …) and accepts --help.',
+    'animal-store --version prints the version.'
   ].join('\n')
 }
 
@@ -42,6 +70,10 @@ export async function runCli (argv: string[], context: CliContext): Promise<numb
     context.stdout(overview())
     return first === undefined ? 1 : 0
   }
+  if (first === '--version' || first === '-v' || first === 'version') {
+    context.stdout(`animal-store ${version()}`)
+    return 0
+  }
   const name = COMMANDS[first] ? first : `${first} ${second ?? ''}`
   const command = COMMANDS[name]
   if (command === undefined) {
@@ -50,7 +82,10 @@ export async function runCli (argv: string[], context: CliContext): Promise<numb
       context.stdout(['Usage:', ...group.map((key) => `  ${COMMANDS[key]?.usage ?? key}  ${COMMANDS[key]?.summary ?? ''}`)].join('\n'))
       return second === undefined ? 1 : 0
     }
-    context.stderr(`unknown command: ${argv.join(' ')}\n\n${overview()}`)
+    const suggestion = suggestionFor(first, second)
+    context.stderr(suggestion === undefined
+      ? `unknown command: ${argv.join(' ')}\n\n${overview()}`
+      : `unknown command: ${argv.join(' ')}; ${suggestion} (animal-store --help lists every command)`)
     return 1
   }
   const args = argv.slice(name.split(' ').length)
@@ -69,7 +104,7 @@ export async function runCli (argv: string[], context: CliContext): Promise<numb
       context.stderr(`error: ${error.message}\nUsage: ${command.usage}`)
       return 1
     }
-    context.stderr(`error: ${(error as Error).message}`)
+    context.stderr(`error: ${explainFailure(error, configOrUndefined(context.env)) ?? (error as Error).message}`)
     return 1
   }
 }

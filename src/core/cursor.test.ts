@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { createCursorCodec, InvalidCursorError } from './cursor.js'
+import { createCursorCodec, CURSOR_TEXT, InvalidCursorError } from './cursor.js'
 
 const codec = createCursorCodec('test-secret')
 
@@ -37,4 +37,15 @@ test('malformed cursors are refused', () => {
   for (const cursor of ['', '.', 'abc', 'a.b.c', '%%%.###', 'x'.repeat(500)]) {
     assert.throws(() => codec.decode(cursor), InvalidCursorError, cursor)
   }
+})
+
+test('every cursor issued has the shape CURSOR_TEXT states, and one longer than its maxLength is refused', () => {
+  const pattern = new RegExp(CURSOR_TEXT.pattern, 'u')
+  for (const position of [{ afterId: 1, status: undefined }, { afterId: 9007199254740991, status: 'available' }, { afterId: 42, status: 'pending' }]) {
+    const cursor = codec.encode(position)
+    assert.match(cursor, pattern)
+    assert.ok(cursor.length <= CURSOR_TEXT.maxLength, cursor)
+  }
+  const [payload = '', mac = ''] = codec.encode({ afterId: 1, status: undefined }).split('.')
+  assert.throws(() => codec.decode(`${payload}${'A'.repeat(CURSOR_TEXT.maxLength)}.${mac}`), InvalidCursorError)
 })

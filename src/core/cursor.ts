@@ -15,6 +15,9 @@ export class InvalidCursorError extends Error {}
 
 const MAC_BYTES = 16
 
+/** The shape of every cursor this codec issues, as the OpenAPI document states it; decode refuses anything else. */
+export const CURSOR_TEXT = { maxLength: 200, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' } as const
+
 export interface CursorCodec {
   encode (position: CursorPosition): string
   /** Throws InvalidCursorError for anything this server did not issue. */
@@ -51,7 +54,7 @@ export function createCursorCodec (secret: string): CursorCodec {
 
   function verify (cursor: string): CursorPosition {
     const parts = cursor.split('.')
-    if (parts.length !== 2 || cursor.length > 200) throw new InvalidCursorError('malformed')
+    if (parts.length !== 2 || cursor.length > CURSOR_TEXT.maxLength) throw new InvalidCursorError('malformed')
     const [encodedPayload = '', encodedMac = ''] = parts
     const payloadBytes = Buffer.from(encodedPayload, 'base64url')
     const presented = Buffer.from(encodedMac, 'base64url')

@@ -9,6 +9,16 @@ export const ABANDONED_CLAIM_MS = 60 * 1000
 const KEY_TEXT = /^[\x21-\x7e]{1,255}$/
 
 /**
+ * The header values parseIdempotencyKey accepts, as the OpenAPI document states them: a key
+ * bare or in double quotes, but not the empty quoted string.
+ */
+export const IDEMPOTENCY_KEY_HEADER = {
+  minLength: 1,
+  maxLength: 257,
+  pattern: '^(?!""$)(?:"[\\x21-\\x7E]{1,255}"|[\\x21-\\x7E]{1,255})$'
+} as const
+
+/**
  * The key as sent, unquoted when sent as a structured-field string ("…"); undefined when
  * it is not 1 to 255 visible ASCII characters.
  */

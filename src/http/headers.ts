@@ -19,7 +19,7 @@ export function petLocation (id: number): string {
   return `/v1/pets/${id}`
 }
 
-/** The header fields of createPet's 201, as the route and the hot create path both send it (Content-Length is the sender's). */
+/** The header fields of createPet's 201 (Content-Length is the sender's). */
 export function createdHeaders (id: number): string[] {
   return ['content-type', JSON_TYPE, 'location', petLocation(id)]
 }

@@ -37,11 +37,12 @@ const FORM_EXPIRED = 'This form has expired or was not sent from this site. Plea
 
 interface Asset { body: Buffer, type: string }
 
+/** The web pages' static files: beside this module when run from source, beside the bundle once built (scripts/build.mjs). */
+export const WEB_ASSETS_DIR = join(import.meta.dirname, 'assets')
+
 /** The stylesheet, the copy-button script and the icon, read once; their URLs carry a digest of the content. */
 function loadAssets (): { files: Record<keyof AssetUrls, Asset & { path: string }>, urls: AssetUrls } {
-  // Beside this module when run from source, beside the bundle once built (scripts/build.mjs).
-  const dir = join(import.meta.dirname, 'assets')
-  const read = (name: string, type: string): Asset & { path: string } => ({ path: `/assets/${name}`, body: readFileSync(join(dir, name)), type })
+  const read = (name: string, type: string): Asset & { path: string } => ({ path: `/assets/${name}`, body: readFileSync(join(WEB_ASSETS_DIR, name)), type })
   const files = {
     css: read('portal.css', 'text/css; charset=utf-8'),
     script: read('copy.js', 'text/javascript; charset=utf-8'),

@@ -91,6 +91,22 @@ describe('client createPet', () => {
   })
 })
 
+describe('client int64 categoryId', () => {
+  test('a categoryId beyond 2^53 round-trips exactly as a bigint through createPet, getPet, listPets and allPets; safe ones stay numbers', async (t) => {
+    const { client } = await setUp(t)
+    const beyond = [9007199254740993n, 9223372036854775807n, -9223372036854775808n]
+    const created = await createPets(client, [...beyond.map((categoryId, index) => ({ name: `big ${index}`, categoryId })), { name: 'small', categoryId: 9007199254740991 }])
+    assert.deepEqual(created.map((pet) => pet.categoryId), [...beyond, 9007199254740991])
+    assert.equal(typeof created[3]?.categoryId, 'number')
+    assert.equal(typeof created[0]?.id, 'number')
+    for (const pet of created) {
+      assert.deepEqual((await client.getPet(pet.id)).pet, pet)
+    }
+    assert.deepEqual((await client.listPets({ limit: 100 })).pets, created)
+    assert.deepEqual(await collect(client.allPets({ limit: 1 })), created)
+  })
+})
+
 describe('client listPets', () => {
   test('returns one page and the query of the next, then undefined on the last page', async (t) => {
     const { client } = await setUp(t)
@@ -221,7 +237,9 @@ describe('client types', () => {
       // @ts-expect-error limit is a number
       client.listPets({ limit: '10' }),
       // @ts-expect-error petId is a number
-      client.getPet('1')
+      client.getPet('1'),
+      // @ts-expect-error categoryId is an integer, as a number or a bigint, never a string
+      client.createPet({ name: 'Rex', categoryId: '9007199254740993' })
     ]
     assert.equal(typeof refused, 'function')
   })

@@ -24,6 +24,7 @@ test('the client package builds with its own tsconfig into the files its exports
   assert.equal(pkg.type, 'module')
   assert.equal(pkg.scripts.prepare, 'tsc -p tsconfig.json', 'installing the package from the checkout builds it')
   assert.ok(pkg.dependencies['openapi-fetch'], 'openapi-fetch is a runtime dependency of the client')
+  assert.ok(pkg.dependencies['lossless-json'], 'lossless-json, which keeps int64 values exact, is a runtime dependency of the client')
 
   // Built below node_modules/ of the checkout, so the built module resolves openapi-fetch as an installed client does.
   const cache = join(ROOT, 'node_modules', '.cache')
@@ -37,5 +38,5 @@ test('the client package builds with its own tsconfig into the files its exports
   assert.ok(existsSync(types), `${pkg.exports['.'].types} is built`)
   assert.ok(existsSync(entry), `${pkg.exports['.'].default} is built`)
   const built = await import(pathToFileURL(entry).href) as Record<string, unknown>
-  assert.deepEqual(Object.keys(built).sort(), ['AnimalStoreError', 'UNEXPECTED_RESPONSE', 'createAnimalStoreClient'])
+  assert.deepEqual(Object.keys(built).sort(), ['AnimalStoreError', 'UNEXPECTED_RESPONSE', 'createAnimalStoreClient', 'parseJson'])
 })

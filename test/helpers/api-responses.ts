@@ -16,7 +16,7 @@ export interface ErrorBody {
 }
 
 /**
- * CONTRACT.md: every error is application/json with exactly {code, message, status},
+ * docs/decisions.md: every error is application/json with exactly {code, message, status},
  * status equal to the HTTP status. Returns the body for further checks.
  */
 export function assertError (response: HttpResponse, status: number, code: string, message: RegExp): ErrorBody {

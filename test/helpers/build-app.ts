@@ -68,8 +68,8 @@ export async function createTestKey (store: Store, email = 'test@example.com'): 
 
 /**
  * Makes app.inject go through the server's request handler, as a request on the socket does,
- * instead of straight into Fastify's router: the hot read path in front of Fastify then
- * answers injected requests too, and every inject test covers it.
+ * instead of straight into Fastify's router: an injected request then meets whatever the
+ * server would put in front of the framework.
  */
 function injectThroughServer (app: FastifyInstance): void {
   const [handler] = app.server.listeners('request') as DispatchFunc[]

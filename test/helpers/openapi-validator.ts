@@ -9,7 +9,7 @@ export interface MediaType { schema?: Schema, example?: unknown, examples?: unkn
 
 export interface ResponseObject {
   description: string
-  headers?: Record<string, { description?: string, schema?: Schema }>
+  headers?: Record<string, { $ref?: string, description?: string, schema?: Schema }>
   content?: Record<string, MediaType>
 }
 
@@ -31,7 +31,7 @@ export interface OpenApiDocument {
   info: { title: string, version: string, description?: string }
   servers?: Array<{ url: string, description?: string }>
   security?: Array<Record<string, string[]>>
-  components: { securitySchemes?: Record<string, Schema>, schemas: Record<string, Schema>, responses?: Record<string, ResponseObject> }
+  components: { securitySchemes?: Record<string, Schema>, schemas: Record<string, Schema>, responses?: Record<string, ResponseObject>, headers?: Record<string, { description?: string, schema?: Schema }> }
   paths: Record<string, Record<string, Operation>>
 }
 

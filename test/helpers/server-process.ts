@@ -73,7 +73,7 @@ export function launchServer (t: TestContext, env: Record<string, string>, { cor
     })
   }
 
-  const listening = waitForLog((entry) => typeof entry.msg === 'string' && /Server listening at http:\/\/127\.0\.0\.1:\d+/.test(entry.msg))
+  const listening = waitForLog((entry) => typeof entry.msg === 'string' && /^Animal Store listening on http:\/\/127\.0\.0\.1:\d+/.test(entry.msg))
     .then((entry) => (/(http:\/\/127\.0\.0\.1:\d+)/.exec(entry.msg as string) as RegExpExecArray)[1] as string)
   // The failure is observed by whoever awaits `listening`; do not let it go unhandled meanwhile.
   listening.catch(() => {})

@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { buildTestApp } from '../helpers/build-app.js'
 import { startServer } from '../helpers/start-server.js'
 
 interface Reference { tag: 'script' | 'stylesheet' | 'link' | 'img', url: string }
@@ -69,29 +70,27 @@ describe('GET /docs', () => {
       })
     }
 
-    test('the page loads the same OpenAPI document as /v1/openapi.json, from the service itself', async (t) => {
+    test('the page hands Swagger UI /v1/openapi.json, the document the API serves, not the plugin\'s copy', async (t) => {
       const server = await startServer(t)
       const page = await fetch(`${server.baseUrl}/docs/`)
-      const scripts = referencesOf(await page.text()).filter((reference) => reference.tag === 'script')
-      const sources = await Promise.all(scripts.map(async (script) => {
-        const url = new URL(script.url, page.url)
-        return { url, text: url.pathname.endsWith('swagger-initializer.js') ? await (await fetch(url)).text() : '' }
-      }))
-      const initializer = sources.find((source) => source.text !== '')
-      assert.ok(initializer, `no swagger-initializer.js among ${JSON.stringify(scripts)}`)
-      // Swagger UI's initializer: the document URL is either configured as "url":"…" or computed as url: resolveUrl('…').
-      const specUrls = [
-        ...[...initializer.text.matchAll(/"url"\s*:\s*"([^"]+)"/g)].map((match) => new URL(match[1] ?? '', page.url)),
-        ...[...initializer.text.matchAll(/(?:^|[\s{,])url\s*:\s*resolveUrl\(\s*'([^']+)'\s*\)/g)].map((match) => new URL(match[1] ?? '', `${server.baseUrl}/docs/`))
-      ]
-      assert.ok(specUrls.length > 0, 'the initializer names the document it loads')
-      const expected = await (await fetch(`${server.baseUrl}/v1/openapi.json`)).json() as unknown
-      for (const url of specUrls) {
-        assert.equal(url.origin, server.baseUrl, `the document is loaded from ${url}`)
-        const response = await fetch(url)
-        assert.equal(response.status, 200, url.pathname)
-        assert.match(response.headers.get('content-type') ?? '', /^application\/json/, url.pathname)
-        assert.deepEqual(await response.json(), expected, `${url.pathname} differs from /v1/openapi.json`)
+      const scripts = referencesOf(await page.text()).filter((reference) => reference.tag === 'script').map((script) => new URL(script.url, page.url))
+      const override = scripts.find((url) => url.pathname.endsWith('/reference.js'))
+      assert.ok(override, `no reference.js among ${scripts.join(', ')}`)
+      assert.ok(scripts.indexOf(override) > scripts.findIndex((url) => url.pathname.endsWith('/swagger-initializer.js')), 'reference.js runs after the initializer is defined')
+      const text = await (await fetch(override)).text()
+      const named = [...text.matchAll(/url:\s*'([^']+)'/g)].map((match) => match[1])
+      assert.deepEqual(named, ['/v1/openapi.json'])
+      const document = await fetch(`${server.baseUrl}/v1/openapi.json`)
+      assert.equal(document.status, 200)
+      assert.match(document.headers.get('content-type') ?? '', /^application\/json/)
+    })
+
+    test('/ redirects to the reference page', async (t) => {
+      const { app } = await buildTestApp(t)
+      for (const method of ['GET', 'HEAD'] as const) {
+        const response = await app.inject({ method, url: '/' })
+        assert.equal(response.statusCode, 302, method)
+        assert.equal(response.headers.location, '/docs', method)
       }
     })
   })

@@ -28,7 +28,7 @@ async function createPet (testApp: TestApp, name: string): Promise<void> {
   assert.equal(response.statusCode, 201, response.body)
 }
 
-/** CONTRACT.md: nothing internal (stack, SQL, file path) ever reaches a client. */
+/** docs/decisions.md: nothing internal (stack, SQL, file path) ever reaches a client. */
 function assertGenericMessage (message: string): void {
   assert.doesNotMatch(message, /\n|\bat \S+ \(|[/\\]|\.[cm]?[jt]s\b|sqlite|database|connection|\b(SELECT|INSERT|UPDATE|FROM|WHERE)\b|Error:|TypeError/i, message)
 }

@@ -5,7 +5,7 @@ import { assertError, type HttpResponse } from '../helpers/api-responses.js'
 
 interface Pet { id: number, name: string, categoryId: number, status?: string }
 
-/** CONTRACT.md: every getPet response, errors included, announces the deprecation. */
+/** docs/decisions.md: every getPet response, errors included, announces the deprecation. */
 function assertDeprecated (response: HttpResponse): void {
   const context = `${response.statusCode} ${JSON.stringify(response.headers)} ${response.body}`
   assert.equal(response.headers.deprecation, '@1764892800', context)

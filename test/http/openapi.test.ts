@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { Validator } from '@seriousme/openapi-schema-validator'
@@ -193,20 +195,112 @@ describe('OpenAPI document', () => {
       for (const ref of refs) assert.notEqual(atPointer(doc, ref), undefined, `dangling $ref ${ref}`)
     })
 
-    test('describes every response header with a string schema', async (t) => {
+    test('describes every response header with a bounded string schema, shared ones as components', async (t) => {
       const { doc } = await fetchDocument(t)
       const headers: string[] = []
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const method of HTTP_METHODS) {
           for (const [status, response] of Object.entries(item[method]?.responses ?? {})) {
-            for (const [name, header] of Object.entries(response.headers ?? {})) {
+            for (const [name, described] of Object.entries(response.headers ?? {})) {
               headers.push(name)
-              assert.deepEqual(header.schema, { type: 'string' }, `${method.toUpperCase()} ${path} ${status} header ${name}: ${JSON.stringify(header)}`)
+              const header = (typeof described.$ref === 'string' ? atPointer(doc, described.$ref) : described) as { description?: string, schema?: Schema } | undefined
+              const where = `${method.toUpperCase()} ${path} ${status} header ${name}: ${JSON.stringify(described)}`
+              assert.equal(header?.schema?.type, 'string', where)
+              assert.ok(['maxLength', 'enum', 'const'].some((bound) => header.schema?.[bound] !== undefined), `${where} is unbounded`)
+              assert.ok(header.description, `${where} has no description`)
             }
           }
         }
       }
-      assert.ok(headers.includes('WWW-Authenticate') && headers.includes('Link') && headers.includes('Location'), headers.join(', '))
+      for (const name of ['WWW-Authenticate', 'Link', 'Location', 'Retry-After', 'RateLimit', 'RateLimit-Policy']) assert.ok(headers.includes(name), `${name} in ${headers.join(', ')}`)
+      assert.deepEqual(Object.keys(doc.components.headers ?? {}).sort(), ['Deprecation', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'Sunset', 'WWW-Authenticate'])
+    })
+
+    test('every keyed operation documents 429 rate_limited with Retry-After and the RateLimit fields, and 503 with Retry-After', async (t) => {
+      const { doc } = await fetchDocument(t)
+      for (const operation of ['GET /pets', 'POST /pets', 'GET /pets/{petId}', 'GET /store/orders']) {
+        const [method = '', path = ''] = operation.split(' ')
+        const { responses } = operationOf(doc, method, path)
+        assert.deepEqual(Object.keys(responses['429']?.headers ?? {}).sort(), ['RateLimit', 'RateLimit-Policy', 'Retry-After'].concat(path === '/pets/{petId}' ? ['Deprecation', 'Link', 'Sunset'] : []).sort(), operation)
+        assert.ok(responses['503']?.headers?.['Retry-After'], `${operation} 503 names Retry-After`)
+        for (const [status, response] of Object.entries(responses)) {
+          const counted = status !== '401' && status !== '503'
+          assert.equal(response.headers?.RateLimit !== undefined, counted, `${operation} ${status}: RateLimit ${counted ? 'missing' : 'on a response to an uncounted request'}`)
+        }
+      }
+      const publicOne = operationOf(doc, 'GET', '/openapi.json').responses
+      assert.deepEqual(Object.keys(publicOne).sort(), ['200', '503'], 'the public document is neither rate limited nor refused for a key')
+      assert.deepEqual(Object.keys(publicOne['503']?.content?.['application/json']?.examples as object).sort(), ['overloaded', 'shuttingDown'])
+      for (const operation of ['GET /pets', 'POST /pets', 'GET /pets/{petId}']) {
+        const [method = '', path = ''] = operation.split(' ')
+        const examples = operationOf(doc, method, path).responses['503']?.content?.['application/json']?.examples as object
+        assert.deepEqual(Object.keys(examples).sort(), ['databaseUnavailable', 'overloaded', 'shuttingDown'], `${operation}: every cause of 503`)
+      }
+    })
+
+    test('gives every parameter an example that its schema accepts', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const { validatorAt, errorsText } = documentValidator(doc)
+      for (const [path, item] of Object.entries(doc.paths)) {
+        for (const method of HTTP_METHODS) {
+          for (const [index, parameter] of (item[method]?.parameters ?? []).entries()) {
+            const where = `${method.toUpperCase()} ${path} parameter ${parameter.name}`
+            assert.ok('example' in parameter, `${where} has no example`)
+            const validate = validatorAt('paths', path, method, 'parameters', String(index), 'schema')
+            assert.ok(validate, where)
+            assert.ok(validate((parameter as { example?: unknown }).example), `${where}: ${errorsText(validate)}`)
+          }
+        }
+      }
+    })
+
+    test('gives every error response its own examples: each an Error of that status, none repeated under another status', async (t) => {
+      const { doc } = await fetchDocument(t)
+      const { validatorAt, errorsText } = documentValidator(doc)
+      const validateError = validatorAt('components', 'schemas', 'Error')
+      assert.ok(validateError)
+      for (const [path, item] of Object.entries(doc.paths)) {
+        for (const method of HTTP_METHODS) {
+          const seen = new Map<string, string>()
+          for (const [status, response] of Object.entries(item[method]?.responses ?? {})) {
+            if (Number(status) < 400) continue
+            const where = `${method.toUpperCase()} ${path} ${status}`
+            const examples = Object.entries((response.content?.['application/json']?.examples ?? {}) as Record<string, { summary?: string, value?: { message?: string, status?: number } }>)
+            assert.ok(examples.length > 0, `${where} has no examples`)
+            for (const [name, example] of examples) {
+              assert.ok(example.summary, `${where} example ${name} has no summary`)
+              assert.ok(validateError(example.value), `${where} example ${name}: ${errorsText(validateError)}`)
+              assert.equal(example.value?.status, Number(status), `${where} example ${name}`)
+              const message = example.value?.message ?? ''
+              assert.equal(seen.get(message), undefined, `${where} example ${name} repeats the example of ${seen.get(message) ?? ''}`)
+              seen.set(message, status)
+            }
+          }
+        }
+      }
+    })
+
+    test('refers to NewPet for the create body and has no component that nothing uses', async (t) => {
+      const { doc } = await fetchDocument(t)
+      assert.deepEqual(operationOf(doc, 'POST', '/pets').requestBody?.content['application/json']?.schema, { $ref: '#/components/schemas/NewPet' })
+      const used = new Set(allRefs({ ...doc, components: undefined }))
+      for (const ref of [...used]) for (const inner of allRefs(atPointer(doc, ref))) used.add(inner)
+      const unused = Object.entries(doc.components).flatMap(([kind, entries]) => kind === 'securitySchemes'
+        ? []
+        : Object.keys(entries as object).map((name) => `#/components/${kind}/${name}`).filter((ref) => !used.has(ref)))
+      assert.deepEqual(unused, [])
+    })
+
+    test('states the int64 bounds digit for digit, a licence and a contact', async (t) => {
+      const { app } = await buildTestApp(t)
+      const text = (await app.inject({ url: '/v1/openapi.json' })).body
+      assert.ok(text.includes('"minimum":-9223372036854775808'), 'the smallest int64')
+      assert.ok(text.includes('"maximum":9223372036854775807'), 'the largest int64')
+      assert.equal(text.includes('9223372036854776000'), false, 'no rounded bound')
+      const doc = JSON.parse(text) as OpenApiDocument & { info: { license?: { name: string, identifier?: string }, contact?: { name?: string } } }
+      assert.deepEqual(doc.info.license, { name: 'MIT', identifier: 'MIT' })
+      assert.ok(doc.info.contact?.name)
+      assert.equal(deref(doc, doc.components.schemas.Pets).maxItems, 100)
     })
 
     test('is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)', async (t) => {
@@ -352,6 +446,8 @@ interface Checker {
   errorsText: (validate: ValidateFunction) => string
   /** `METHOD path status` of every response checked so far. */
   seen: Set<string>
+  /** The error messages seen under each `METHOD path status`. */
+  messages: Map<string, Set<string>>
 }
 
 /** Asserts that a live response is documented for its operation and that its body matches the documented schema. */
@@ -369,6 +465,10 @@ async function assertConforms (checker: Checker, method: string, path: string, r
   assert.match(response.headers.get('content-type') ?? '', /^application\/json(;|$)/, `content-type of ${method} ${path} ${status}: ${text}`)
   assert.ok(documented.content?.['application/json']?.schema, `${method} ${path} ${status} documents no application/json schema`)
   const body: unknown = JSON.parse(text)
+  if (response.status >= 400) {
+    const key = `${method} ${path} ${status}`
+    checker.messages.set(key, (checker.messages.get(key) ?? new Set()).add(String((body as { message?: unknown }).message)))
+  }
   const validate = checker.validatorAt('paths', path, method.toLowerCase(), 'responses', status, 'content', 'application/json', 'schema')
   assert.ok(validate, `${method} ${path} ${status} has no schema to validate against`)
   assert.ok(validate(body), `${method} ${path} ${status} body does not match the document: ${checker.errorsText(validate)}: ${text}`)
@@ -391,6 +491,49 @@ function nextLink (response: Response, baseUrl: string): string | undefined {
   return new URL(match[1], baseUrl).toString()
 }
 
+/**
+ * Each request, sent on a connection of its own behind a create whose body is still on its way
+ * when the server starts to close: the answers the server gives while it drains.
+ */
+async function answersWhileDraining (t: TestContext, requests: string[]): Promise<Array<{ request: string, response: Response }>> {
+  const { app, key, baseUrl } = await startServer(t)
+  const body = '{"name":"Rex","categoryId":1}'
+  const sockets = await Promise.all(requests.map(async () => {
+    const socket = connect(Number(new URL(baseUrl).port), '127.0.0.1')
+    t.after(() => socket.destroy())
+    await once(socket, 'connect')
+    let received = ''
+    socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
+    return { socket, ended: once(socket, 'end'), received: () => received }
+  }))
+  let arrived = 0
+  const allArrived = new Promise<void>((resolve) => {
+    app.server.on('request', () => { if (++arrived === requests.length) resolve() })
+  })
+  for (const { socket } of sockets) {
+    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+  }
+  await allArrived
+  const closed = app.close()
+  while (app.server.listening) await new Promise((resolve) => setImmediate(resolve))
+  for (const [index, { socket }] of sockets.entries()) {
+    const [method = '', path = ''] = (requests[index] ?? '').split(' ')
+    const second = method === 'POST'
+      ? `POST ${path} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+      : `${method} ${path} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n\r\n`
+    socket.write(`${body.slice(5)}${second}`)
+  }
+  await Promise.all(sockets.map(async ({ ended }) => await ended))
+  await closed
+  return sockets.map(({ received }, index) => {
+    const [, refused = ''] = received().split(/(?=HTTP\/1\.1 )/)
+    const [head = '', text = ''] = refused.split('\r\n\r\n')
+    const [statusLine = '', ...fields] = head.split('\r\n')
+    const headers = new Headers(fields.map((field) => [field.slice(0, field.indexOf(':')), field.slice(field.indexOf(':') + 1).trim()] as [string, string]))
+    return { request: requests[index] ?? '', response: new Response(text, { status: Number(statusLine.split(' ')[1]), headers }) }
+  })
+}
+
 describe('responses of the running server', () => {
   describe('happy', () => {
     test('are documented for their operation, application/json, and match the documented schema', async (t) => {
@@ -398,7 +541,7 @@ describe('responses of the running server', () => {
       const docResponse = await fetch(`${server.baseUrl}/v1/openapi.json`)
       assert.equal(docResponse.status, 200)
       const doc = await docResponse.json() as OpenApiDocument
-      const checker: Checker = { doc, ...documentValidator(doc), seen: new Set() }
+      const checker: Checker = { doc, ...documentValidator(doc), seen: new Set(), messages: new Map() }
 
       for (const call of calls()) {
         await t.test(`${call.name} answers ${call.expect} as documented`, async () => {
@@ -441,6 +584,56 @@ describe('responses of the running server', () => {
         const revalidated = await send(server, { name: '', method: 'GET', path: '/pets', url: '/pets?limit=2', expect: 304 }, { 'if-none-match': etag })
         assert.equal(revalidated.status, 304)
         await assertConforms(checker, 'GET', '/pets', revalidated)
+      })
+
+      await t.test('every keyed operation answers 429 rate_limited as documented once its key is over the limit', async () => {
+        const limited = await startServer(t, { RATE_LIMIT_PER_MINUTE: '1' })
+        const first = await fetch(`${limited.baseUrl}/v1/pets`, { headers: limited.auth })
+        assert.equal(first.status, 200)
+        assert.equal(first.headers.get('ratelimit-policy'), '"per-key";q=1;w=60')
+        await assertConforms(checker, 'GET', '/pets', first)
+        const keyed: Call[] = [
+          { name: '', method: 'GET', path: '/pets', url: '/pets', expect: 429 },
+          { name: '', method: 'POST', path: '/pets', url: '/pets', headers: json, body: JSON.stringify({ name: 'Rex', categoryId: 1 }), expect: 429 },
+          { name: '', method: 'GET', path: '/pets/{petId}', url: '/pets/1', expect: 429 },
+          { name: '', method: 'GET', path: '/store/orders', url: '/store/orders', expect: 429 }
+        ]
+        for (const call of keyed) {
+          const response = await send(limited, call)
+          assert.equal(response.status, 429, `${call.method} ${call.url}: ${await response.clone().text()}`)
+          for (const header of ['retry-after', 'ratelimit', 'ratelimit-policy']) assert.ok(response.headers.get(header), `${call.method} ${call.url} 429 sends ${header}`)
+          await assertConforms(checker, call.method, call.path, response)
+        }
+      })
+
+      await t.test('every operation answers 503 service_unavailable as documented while the server drains', async () => {
+        for (const answer of await answersWhileDraining(t, [
+          'GET /v1/pets', 'POST /v1/pets', 'GET /v1/pets/1', 'GET /v1/store/orders', 'GET /v1/openapi.json'
+        ])) {
+          assert.equal(answer.response.status, 503, `${answer.request}: ${await answer.response.clone().text()}`)
+          assert.equal(answer.response.headers.get('retry-after'), '1', answer.request)
+          const [method = '', url = ''] = answer.request.split(' ')
+          await assertConforms(checker, method, url.slice('/v1'.length).replace(/\/1$/, '/{petId}'), answer.response)
+        }
+      })
+
+      await t.test('every documented error example is a message the server sends', async () => {
+        // Digits and units vary (an id, seconds left), so they are compared as placeholders.
+        const shape = (message: string): string => message.replace(/\d+( (seconds?|minutes?))?/g, '#')
+        const unobserved: string[] = []
+        for (const [path, item] of Object.entries(doc.paths)) {
+          for (const method of HTTP_METHODS) {
+            for (const [status, response] of Object.entries(item[method]?.responses ?? {})) {
+              const sent = new Set([...(checker.messages.get(`${method.toUpperCase()} ${path} ${status}`) ?? [])].map(shape))
+              for (const [name, example] of Object.entries((response.content?.['application/json']?.examples ?? {}) as Record<string, { value: { message: string } }>)) {
+                if (!sent.has(shape(example.value.message))) unobserved.push(`${method.toUpperCase()} ${path} ${status} ${name}`)
+              }
+            }
+          }
+        }
+        // Shedding and an unreachable database are brought about in protection.test.ts and postgres-outage.test.ts.
+        const elsewhere = /^(GET|POST) \S+ 503 (overloaded|databaseUnavailable)$/
+        assert.deepEqual(unobserved.filter((entry) => !elsewhere.test(entry)), [])
       })
 
       await t.test('every documented response of every operation was observed', async () => {

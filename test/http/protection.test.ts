@@ -234,12 +234,12 @@ describe('surface', () => {
     }
   })
 
-  test('outside /v1 the server answers only /docs, /healthz, /readyz, /metrics and the developer portal under /portal', async (t) => {
+  test('outside /v1 the server answers only / (a redirect to /docs), /docs, /healthz, /readyz, /metrics and the developer portal under /portal', async (t) => {
     const { app } = await buildTestApp(t)
     await app.ready()
     const outside = routePaths(app.printRoutes({ commonPrefix: false })).filter((path) => !path.startsWith('/v1'))
     const underPrefix = (path: string, prefix: string): boolean => path === prefix || path.startsWith(`${prefix}/`)
-    const unexpected = outside.filter((path) => !(underPrefix(path, '/docs') || underPrefix(path, '/portal') || ['/healthz', '/readyz', '/metrics'].includes(path)))
+    const unexpected = outside.filter((path) => !(underPrefix(path, '/docs') || underPrefix(path, '/portal') || ['/', '/healthz', '/readyz', '/metrics'].includes(path)))
     assert.deepEqual(unexpected, [], app.printRoutes({ commonPrefix: false }))
   })
 })

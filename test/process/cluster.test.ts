@@ -24,7 +24,7 @@ async function startCluster (t: TestContext, env: Record<string, string>): Promi
   return { server, baseUrl, workerPids }
 }
 
-const isListening = (entry: LogEntry): boolean => typeof entry.msg === 'string' && entry.msg.startsWith('Server listening at ')
+const isListening = (entry: LogEntry): boolean => typeof entry.msg === 'string' && entry.msg.startsWith('Animal Store listening on ')
 
 /** Repeats `attempt` until it returns something other than undefined; fails after `ms`. */
 async function within<T> (ms: number, what: string, attempt: () => Promise<T | undefined>): Promise<T> {

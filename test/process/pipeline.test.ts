@@ -68,7 +68,7 @@ async function serve (t: TestContext, dir: string, databaseUrl: string, logs: Lo
       try {
         logs.add(JSON.parse(line) as Record<string, unknown>)
       } catch {}
-      const address = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line)?.[1]
+      const address = /listening (?:at|on) (http:\/\/127\.0\.0\.1:\d+)/.exec(line)?.[1]
       if (address !== undefined) resolve(address)
     })
     child.once('exit', (code) => reject(new Error(`the service exited with ${String(code)}: ${stderr}`)))

@@ -1,5 +1,8 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifySchema } from 'fastify'
 import swagger from '@fastify/swagger'
+import { CURSOR_TEXT } from '../../core/cursor.js'
+import { IDEMPOTENCY_KEY_HEADER } from '../../core/idempotency.js'
+import { INT64_MAX, INT64_MIN } from '../../core/int64.js'
 import { ErrorSchema } from '../schemas/error.js'
 import { NewPetSchema, PetSchema, PetsSchema, PetStatusSchema } from '../schemas/pet.js'
 
@@ -10,10 +13,87 @@ export interface OpenApiOptions {
 
 const API_DESCRIPTION = `List, add and fetch the animals of a store.
 
-Every operation requires an API key sent as \`Authorization: Bearer <API_KEY>\`; get one by creating an account and generating a key.
-Every error has the body \`{code, message, status}\`. Besides the responses listed per operation, any path under /v1 may answer
-404 \`not_found\` (unknown path), 405 \`method_not_allowed\` with an \`Allow\` header (known path, other method; \`OPTIONS\` answers 204 with \`Allow\`),
-503 \`service_unavailable\` with \`Retry-After\` while shutting down, and 500 \`internal_error\`.`
+**Getting a key.** Every operation requires an API key sent as \`Authorization: Bearer <API_KEY>\`. Sign up in the
+[developer portal at /portal](/portal) and generate a key there (or ask an operator for one); it is shown once.
+
+**Errors.** Every error has the body \`{code, message, status}\`: branch on \`code\`, show \`message\`. Besides the responses
+listed per operation, any path under /v1 may answer 404 \`not_found\` (unknown path), 405 \`method_not_allowed\` with an
+\`Allow\` header (known path, other method; \`OPTIONS\` answers 204 with \`Allow\`) and 500 \`internal_error\`.
+
+**Retrying.** 503 \`service_unavailable\` (the service sheds load, shuts down, or cannot reach its database) and 429
+\`rate_limited\` come with \`Retry-After\`. Rate limiting is off unless the operator sets RATE_LIMIT_PER_MINUTE; then every
+answer to a request with a valid key carries the \`RateLimit\` and \`RateLimit-Policy\` fields of the IETF httpapi draft.
+A create retried with the same \`Idempotency-Key\` never makes a second animal.`
+
+/** What JSON.stringify writes for the doubles nearest the int64 bounds: -2^63 exactly, and 2^63 for 2^63 − 1. */
+const INT64_BOUND_LITERAL = /(?<=[:,[]\s*)(-?)9223372036854776000(?=\s*[,\]}])/g
+
+/**
+ * The document as JSON, with the int64 bounds digit for digit. A double cannot hold 2^63 − 1, so
+ * the schemas carry the nearest one (see schemas/pet.ts), and JSON.stringify would print both
+ * bounds as ±9223372036854776000.
+ */
+export function documentJson (document: unknown): string {
+  return JSON.stringify(document).replace(INT64_BOUND_LITERAL, (_match, sign: string) => String(sign === '-' ? INT64_MIN : INT64_MAX))
+}
+
+/**
+ * Bounds that a route checks in its own code, after the schema, so that a refusal names the
+ * parameter in the route's own words: the document states them all the same.
+ */
+const CHECKED_BY_THE_ROUTE: Partial<Record<'querystring' | 'headers', Record<string, object>>> = {
+  querystring: { cursor: CURSOR_TEXT },
+  headers: { 'idempotency-key': IDEMPOTENCY_KEY_HEADER }
+}
+
+function withCheckedBounds (schema: FastifySchema | undefined): FastifySchema | undefined {
+  if (schema === undefined) return schema
+  const documented: Record<string, unknown> = { ...schema }
+  for (const [part, bounds] of Object.entries(CHECKED_BY_THE_ROUTE)) {
+    const object = documented[part] as { properties?: Record<string, object> } | undefined
+    if (object?.properties === undefined) continue
+    const properties = { ...object.properties }
+    for (const [name, bound] of Object.entries(bounds)) {
+      if (properties[name] !== undefined) properties[name] = { ...properties[name], ...bound }
+    }
+    documented[part] = { ...object, properties }
+  }
+  return documented as FastifySchema
+}
+
+type Headers = Record<string, unknown>
+interface DocumentParts {
+  paths?: Record<string, Record<string, { responses?: Record<string, { headers?: Headers }> }>>
+  components?: { headers?: Headers }
+}
+
+/**
+ * A header described the same way in several responses (the RateLimit fields, Retry-After, the
+ * bearer challenge) becomes one component that each of those responses refers to.
+ */
+export function shareRepeatedHeaders<D> (document: D): D {
+  const parts = document as DocumentParts
+  const responses = Object.values(parts.paths ?? {}).flatMap((item) => Object.values(item)).flatMap((operation) => Object.values(operation.responses ?? {}))
+  const seen = new Map<string, { text: string, count: number } | 'differs'>()
+  for (const { headers = {} } of responses) {
+    for (const [name, header] of Object.entries(headers)) {
+      const text = JSON.stringify(header)
+      const earlier = seen.get(name)
+      if (earlier === undefined) seen.set(name, { text, count: 1 })
+      else if (earlier !== 'differs' && earlier.text === text) earlier.count++
+      else seen.set(name, 'differs')
+    }
+  }
+  const shared = new Map([...seen].flatMap(([name, entry]) => entry !== 'differs' && entry.count > 1 ? [[name, JSON.parse(entry.text) as unknown]] : []))
+  if (shared.size === 0) return document
+  for (const response of responses) {
+    for (const name of Object.keys(response.headers ?? {})) {
+      if (shared.has(name) && response.headers !== undefined) response.headers[name] = { $ref: `#/components/headers/${name}` }
+    }
+  }
+  parts.components = { ...parts.components, headers: Object.fromEntries(shared) }
+  return document
+}
 
 /**
  * Registers the schemas shared by routes and document, then @fastify/swagger, which
@@ -22,10 +102,12 @@ Every error has the body \`{code, message, status}\`. Besides the responses list
 export async function registerOpenApi (app: FastifyInstance, options: OpenApiOptions): Promise<void> {
   for (const schema of [PetStatusSchema, NewPetSchema, PetSchema, PetsSchema, ErrorSchema]) app.addSchema(schema)
 
+  // x-internal: false says that both servers are meant for outside clients.
   const servers = [
-    { url: options.publicBaseUrl ?? '/v1', description: 'Production' },
-    ...(options.stagingBaseUrl === undefined ? [] : [{ url: options.stagingBaseUrl, description: 'Staging' }])
+    { url: options.publicBaseUrl ?? '/v1', description: 'Production', 'x-internal': false },
+    ...(options.stagingBaseUrl === undefined ? [] : [{ url: options.stagingBaseUrl, description: 'Staging', 'x-internal': false }])
   ]
+  const portal = options.publicBaseUrl === undefined ? undefined : new URL('/portal', options.publicBaseUrl).href
 
   await app.register(swagger, {
     openapi: {
@@ -33,7 +115,9 @@ export async function registerOpenApi (app: FastifyInstance, options: OpenApiOpt
       info: {
         title: 'Animal Store API',
         version: '1.0.0',
-        description: API_DESCRIPTION
+        description: API_DESCRIPTION,
+        license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'Animal Store developer portal', ...(portal !== undefined && { url: portal }) }
       },
       servers,
       tags: [
@@ -44,14 +128,7 @@ export async function registerOpenApi (app: FastifyInstance, options: OpenApiOpt
       security: [{ bearerAuth: [] }],
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer ask_…`.' }
-        },
-        responses: {
-          MethodNotAllowed: {
-            description: 'The path exists but not with this method; `Allow` lists the methods it serves.',
-            headers: { Allow: { schema: { type: 'string' } } },
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
-          }
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer ask_…`. Get one in the [developer portal](/portal).' }
         }
       }
     },
@@ -59,6 +136,7 @@ export async function registerOpenApi (app: FastifyInstance, options: OpenApiOpt
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`)
     },
     // Paths are relative to the servers, whose URLs already end in /v1, as in the specification.
-    transform: ({ schema, url }) => ({ schema, url: url.replace(/^\/v1(?=\/)/, '') })
+    transform: ({ schema, url }) => ({ schema: withCheckedBounds(schema) as FastifySchema, url: url.replace(/^\/v1(?=\/)/, '') }),
+    transformObject: (document) => 'openapiObject' in document ? shareRepeatedHeaders(document.openapiObject) : document.swaggerObject
   })
 }

@@ -1,6 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import { JSON_TYPE } from '../headers.js'
+import { documentJson } from '../plugins/openapi.js'
+import { errorResponses } from '../schemas/error.js'
 import { registerMethodFallbacks } from './method-fallbacks.js'
+
+const SHEDDING = { summary: 'Shedding load', code: 'service_unavailable', message: 'the service is overloaded; retry shortly' } as const
+const DRAINING = { summary: 'Draining before a stop', code: 'service_unavailable', message: 'the service is shutting down; retry shortly' } as const
 
 /** GET /v1/openapi.json: the document of the running service, public (the authentication step lets it through). */
 export async function openApiDocumentRoutes (app: FastifyInstance): Promise<void> {
@@ -12,10 +17,14 @@ export async function openApiDocumentRoutes (app: FastifyInstance): Promise<void
       tags: ['meta'],
       security: [],
       'x-stability': 'beta',
-      response: { 200: { description: 'The OpenAPI 3.1 document.', type: 'object', additionalProperties: true } }
+      response: {
+        200: { description: 'The OpenAPI 3.1 document.', type: 'object', additionalProperties: true },
+        // No key, so no rate limit and no database: only shedding and draining can refuse it.
+        ...errorResponses([503], { 503: { overloaded: SHEDDING, shuttingDown: DRAINING } })
+      }
     }
   }, async function getOpenApiDocument (_request, reply) {
-    return reply.type(JSON_TYPE).send(JSON.stringify(app.swagger()))
+    return reply.type(JSON_TYPE).send(documentJson(app.swagger()))
   })
   registerMethodFallbacks(app, '/openapi.json', ['GET'])
 }

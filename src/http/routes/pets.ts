@@ -10,8 +10,9 @@ import type { PetCatalog } from '../../services/pet-catalog.js'
 import { createdHeaders, deprecationHeaders } from '../headers.js'
 import { EXACT_CATEGORY_ID } from '../json-body.js'
 import type { ListPetsRequest, PetReads, ReadAnswer } from '../pet-reads.js'
-import { errorResponses, withHeaders } from '../schemas/error.js'
-import { ListPetsQuerySchema, PAGE_SIZE, NewPetSchema, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
+import { errorResponses, keyedResponses, withHeaders, type ErrorExamples } from '../schemas/error.js'
+import { DEPRECATION_HEADERS, ETAG_HEADER, LOCATION_HEADER, NEXT_LINK_HEADER } from '../schemas/headers.js'
+import { IdempotencyKeyHeaderSchema, ListPetsQuerySchema, PAGE_SIZE, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
 import { registerMethodFallbacks } from './method-fallbacks.js'
 
 export interface PetRoutesOptions {
@@ -26,9 +27,10 @@ const NO_BODY = undefined as unknown as null
 
 const PetRef = Type.Ref('Pet')
 const PetsRef = Type.Ref('Pets')
+const NewPetRef = Type.Ref('NewPet')
 
 /**
- * CONTRACT.md: query parameters are checked as written, each at most once, before
+ * docs/decisions.md: query parameters are checked as written, each at most once, before
  * the schema checks their range: Ajv's coercion would accept " 20", "1e1" or "0x14".
  */
 function readListQuery (request: FastifyRequest): void {
@@ -75,7 +77,7 @@ function sendAnswer (reply: FastifyReply, { statusCode, headers, body }: Pick<Re
   return reply.send(body ?? NO_BODY)
 }
 
-/** A synchronous check as a callback-style hook: no promise per request on the hot path. */
+/** A synchronous check as a callback-style hook: no promise per request. */
 function hook (check: (request: FastifyRequest) => void) {
   return function runCheck (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
     try {
@@ -88,10 +90,23 @@ function hook (check: (request: FastifyRequest) => void) {
   }
 }
 
-const DEPRECATION_HEADERS = {
-  Deprecation: { type: 'string', description: 'When this operation was deprecated (RFC 9745): `@1764892800`.' },
-  Sunset: { type: 'string', description: 'When it will be removed (RFC 8594): `Thu, 05 Dec 2030 00:00:00 GMT`.' },
-  Link: { type: 'string', description: 'The replacement: `</v1/pets>; rel="successor-version"`.' }
+/** What the server answers to each kind of invalid request, as the document shows it. */
+const LIST_PETS_400: ErrorExamples = {
+  limit: { summary: 'limit out of range', code: 'invalid_request', message: 'query parameter limit must be an integer from 1 to 100, written as digits' },
+  status: { summary: 'An unknown status', code: 'invalid_request', message: 'query parameter status must be one of available, pending, sold' },
+  cursor: { summary: 'A cursor this server did not issue', code: 'invalid_request', message: 'query parameter cursor is not valid; take it unchanged from the Link header of the previous page' }
+}
+const CREATE_PET_400: ErrorExamples = {
+  missingField: { summary: 'A required field is missing', code: 'invalid_request', message: 'name is required' },
+  categoryId: { summary: 'categoryId outside int64', code: 'invalid_request', message: 'categoryId must be an integer between -9223372036854775808 and 9223372036854775807' },
+  unknownField: { summary: 'A field NewPet does not have', code: 'invalid_request', message: 'unknown field "id": the allowed fields are name, categoryId, status' },
+  idempotencyKey: { summary: 'An invalid Idempotency-Key', code: 'invalid_request', message: 'header Idempotency-Key must be 1 to 255 visible ASCII characters, sent once' }
+}
+const GET_PET_400: ErrorExamples = {
+  petId: { summary: 'petId is not a positive int64', code: 'invalid_request', message: 'path parameter petId must be an integer from 1 to 9223372036854775807, written as digits' }
+}
+const GET_PET_404: ErrorExamples = {
+  unknown: { summary: 'No animal has this id', code: 'not_found', message: 'no animal has id 999999' }
 }
 
 function readIdempotencyKey (request: FastifyRequest): string | undefined {
@@ -113,18 +128,15 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
       description: 'Animals ordered by id ascending, at most `limit` of them. When more match, the response carries a `Link: <…>; rel="next"` header (RFC 8288) whose URL returns the next page; following it visits every matching animal exactly once, even while animals are added. A page that came back full never changes and carries a strong ETag.',
       tags: ['animals'],
       querystring: ListPetsQuerySchema,
-      response: {
+      response: keyedResponses({
         200: {
           ...PetsRef,
           description: 'A page of animals.',
-          headers: {
-            Link: { type: 'string', description: 'Present when more animals match: `<URL>; rel="next"`.' },
-            ETag: { type: 'string', description: 'Strong entity tag, present on full pages (which never change).' }
-          }
+          headers: { Link: NEXT_LINK_HEADER, ETag: ETAG_HEADER }
         },
         304: { description: 'Not modified: the full page matching If-None-Match is unchanged; no body.', type: 'null' },
-        ...errorResponses(400, 401)
-      }
+        ...errorResponses([400, 401], { 400: LIST_PETS_400 })
+      })
     }
   }, function listPets (request, reply) {
     // The schema's default fills in limit.
@@ -143,21 +155,16 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
       description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most 65,536 bytes. No type coercion: `"5"` is not an integer.\n\n' +
         'Addition to the specification: with an `Idempotency-Key` header (IETF httpapi draft), a retry with the same key and the same animal returns the first response (status, body, `Location`) without creating a second animal, on any instance. The same key with another animal gets 422; while the first request with a key is still in flight, another gets 409. Keys belong to the API key that sent them and are kept 24 hours.',
       tags: ['animals'],
-      headers: Type.Object({
-        'idempotency-key': Type.Optional(Type.String({
-          description: 'Addition to the specification: 1 to 255 visible ASCII characters (a UUID is a good choice), optionally in double quotes.',
-          examples: ['8e03978e-40d5-43e8-bc93-6894a57f9324']
-        }))
-      }),
-      body: NewPetSchema,
-      response: {
+      headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKeyHeaderSchema) }),
+      body: NewPetRef,
+      response: keyedResponses({
         201: {
           ...PetRef,
           description: 'The created animal (or, for a repeated Idempotency-Key, the animal the first request created).',
-          headers: { Location: { type: 'string', description: 'Path of the created animal: /v1/pets/{id}.' } }
+          headers: { Location: LOCATION_HEADER }
         },
-        ...errorResponses(400, 401, 409, 413, 415, 422)
-      }
+        ...errorResponses([400, 401, 409, 413, 415, 422], { 400: CREATE_PET_400 })
+      })
     }
   }, async function createPet (request, reply) {
     const body = request.body as NewPet & { [EXACT_CATEGORY_ID]?: bigint }
@@ -195,10 +202,10 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
       deprecated: true,
       tags: ['animals'],
       params: PetIdParamsSchema,
-      response: withHeaders({
+      response: withHeaders(keyedResponses({
         200: { ...PetRef, description: 'The animal.' },
-        ...errorResponses(400, 401, 404)
-      }, DEPRECATION_HEADERS)
+        ...errorResponses([400, 401, 404], { 400: GET_PET_400, 404: GET_PET_404 })
+      }), DEPRECATION_HEADERS)
     }
   }, function getPet (request, reply) {
     const { petId } = request.params

@@ -1,13 +1,20 @@
 import { Type, type TSchema } from 'typebox'
 import { STATUS_BY_CODE, type ErrorCode } from '../../core/errors.js'
+import { RATE_LIMIT_HEADERS, RETRY_AFTER_HEADER, WWW_AUTHENTICATE_HEADER } from './headers.js'
+
+/** A message may quote a field name of the request body (at most 65,536 bytes), so this bounds it with room to spare. */
+const MAX_MESSAGE_LENGTH = 66_000
 
 export const ErrorSchema = Type.Object({
   code: Type.Enum(Object.keys(STATUS_BY_CODE) as ErrorCode[], {
     type: 'string',
     description: 'Machine-readable error code.'
   }),
-  message: Type.String({ description: 'Human-readable description, naming the offending field or parameter.' }),
-  status: Type.Integer({ description: 'The HTTP status code of the response.' })
+  message: Type.String({
+    maxLength: MAX_MESSAGE_LENGTH,
+    description: 'Human-readable description, naming the offending field or parameter. It may quote what the request sent.'
+  }),
+  status: Type.Integer({ format: 'int32', minimum: 400, maximum: 599, description: 'The HTTP status code of the response.' })
 }, {
   $id: 'Error',
   additionalProperties: false,
@@ -17,33 +24,89 @@ export const ErrorSchema = Type.Object({
 
 const ErrorRef = Type.Unsafe(Type.Ref('Error'))
 
-const DESCRIPTIONS: Record<number, string> = {
-  400: 'The request is invalid; the message names the field or parameter.',
-  401: 'The API key is missing or invalid.',
-  404: 'The requested resource could not be found.',
-  409: 'A request with the same Idempotency-Key is still in flight (idempotency_key_in_use).',
-  422: 'The Idempotency-Key was already used with a different request body (idempotency_key_reused).',
-  413: 'The request body is larger than 65,536 bytes.',
-  415: 'The request body is not application/json (or has a Content-Encoding other than identity).',
-  501: 'The operation is not implemented.'
+/** One named example of an error response: what the server sends in one situation. */
+export interface ErrorExample {
+  summary: string
+  code: ErrorCode
+  message: string
 }
 
-const HEADERS: Record<number, Record<string, unknown>> = {
+/** Examples keyed by a short name; a status with several causes has one per cause. */
+export type ErrorExamples = Record<string, ErrorExample>
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'The request is invalid; the message names the field or parameter.',
+  401: 'The API key is missing or invalid. Get a key in the [developer portal](/portal).',
+  404: 'The requested resource could not be found.',
+  409: 'A request with the same Idempotency-Key is still in flight (idempotency_key_in_use).',
+  413: 'The request body is larger than 65,536 bytes.',
+  415: 'The request body is not application/json (or has a Content-Encoding other than identity).',
+  422: 'The Idempotency-Key was already used with a different request body (idempotency_key_reused).',
+  429: 'Sent only when rate limiting is configured (RATE_LIMIT_PER_MINUTE): this API key made more requests in the ' +
+    'current minute than the limit allows. Retry after Retry-After seconds.',
+  501: 'The operation is not implemented.',
+  503: 'The service cannot answer now: it is shedding load (its event loop lags), shutting down (draining), or its ' +
+    'database is unreachable. Retry after Retry-After seconds; a create is safe to retry with an Idempotency-Key.'
+}
+
+/** The examples of statuses whose messages do not depend on the operation. */
+const EXAMPLES: Record<number, ErrorExamples> = {
   401: {
-    'WWW-Authenticate': {
-      type: 'string',
-      description: 'Bearer realm="animal-store", with error="invalid_token" when a key was sent but is not valid (RFC 6750).'
-    }
+    missingKey: { summary: 'No Authorization header', code: 'unauthorized', message: 'an API key is required: send Authorization: Bearer <API_KEY>' },
+    otherScheme: { summary: 'Another scheme than Bearer', code: 'unauthorized', message: 'the Authorization header must use the Bearer scheme' },
+    invalidKey: { summary: 'A key that is unknown or revoked', code: 'unauthorized', message: 'the API key is invalid or has been revoked' }
+  },
+  409: {
+    inFlight: { summary: 'The first request with this key is still running', code: 'idempotency_key_in_use', message: 'a request with this Idempotency-Key is still being processed; retry shortly' }
+  },
+  413: {
+    tooLarge: { summary: 'A body over 65,536 bytes', code: 'payload_too_large', message: 'the request body is larger than 65536 bytes' }
+  },
+  415: {
+    notJson: { summary: 'A body that is not JSON', code: 'unsupported_media_type', message: 'Content-Type must be application/json, not text/plain' },
+    encoded: { summary: 'A compressed body', code: 'unsupported_media_type', message: 'Content-Encoding "gzip" is not supported; send the body unencoded' }
+  },
+  422: {
+    reused: { summary: 'The key was used with another animal', code: 'idempotency_key_reused', message: 'this Idempotency-Key was already used with a different animal; use a new key' }
+  },
+  429: {
+    rateLimited: { summary: 'Over the per-key limit', code: 'rate_limited', message: 'rate limit of 100 requests per minute exceeded; retry in 42 seconds' }
+  },
+  503: {
+    overloaded: { summary: 'Shedding load', code: 'service_unavailable', message: 'the service is overloaded; retry shortly' },
+    shuttingDown: { summary: 'Draining before a stop', code: 'service_unavailable', message: 'the service is shutting down; retry shortly' },
+    databaseUnavailable: { summary: 'The database is unreachable', code: 'service_unavailable', message: 'the database is unavailable; retry shortly' }
   }
 }
 
-/** Response schemas for the given error statuses, spread into a route's `response`. */
-export function errorResponses (...statuses: number[]): Record<number, TSchema> {
-  return Object.fromEntries(statuses.map((status) => [status, {
-    ...ErrorRef,
-    description: DESCRIPTIONS[status] ?? 'Error',
-    ...(HEADERS[status] && { headers: HEADERS[status] })
-  }]))
+const HEADERS: Record<number, Record<string, object>> = {
+  401: { 'WWW-Authenticate': WWW_AUTHENTICATE_HEADER },
+  429: { 'Retry-After': RETRY_AFTER_HEADER, ...RATE_LIMIT_HEADERS },
+  503: { 'Retry-After': RETRY_AFTER_HEADER }
+}
+
+/**
+ * Response schemas for the given error statuses, spread into a route's `response`, each with the
+ * examples of what the server sends: `own` gives the operation's own (every 400; a 404 or 501),
+ * the rest come from the table above.
+ */
+export function errorResponses (statuses: number[], own: Record<number, ErrorExamples> = {}): Record<number, TSchema> {
+  return Object.fromEntries(statuses.map((status) => {
+    const examples = own[status] ?? EXAMPLES[status]
+    if (examples === undefined) throw new Error(`no example for error status ${status}`)
+    // The content form, which @fastify/swagger copies as it is: the examples stay beside the schema reference.
+    return [status, {
+      description: DESCRIPTIONS[status] ?? 'Error',
+      ...(HEADERS[status] && { headers: HEADERS[status] }),
+      content: {
+        'application/json': {
+          schema: ErrorRef,
+          examples: Object.fromEntries(Object.entries(examples).map(([name, { summary, code, message }]) =>
+            [name, { summary, value: { code, message, status } }]))
+        }
+      }
+    }]
+  }))
 }
 
 /** Adds the same response headers to every response of an operation. */
@@ -52,4 +115,18 @@ export function withHeaders<R extends Record<number, TSchema | object>> (respons
     ...response,
     headers: { ...(response as { headers?: object }).headers, ...headers }
   }])) as R
+}
+
+/**
+ * The responses of an operation that takes an API key: its own, plus 429 and 503, and the
+ * RateLimit fields on every answer to a counted request (all but 401, whose request had no
+ * valid key, and 503, which may come before the count).
+ */
+export function keyedResponses<R extends Record<number, TSchema | object>> (responses: R): R {
+  const all = { ...responses, ...errorResponses([429, 503]) }
+  return Object.fromEntries(Object.entries(all).map(([status, response]) => [status,
+    status === '401' || status === '503'
+      ? response
+      : { ...response, headers: { ...(response as { headers?: object }).headers, ...RATE_LIMIT_HEADERS } }
+  ])) as R
 }

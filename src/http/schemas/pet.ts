@@ -1,5 +1,14 @@
 import { Type, type Static } from 'typebox'
+import { INT64_MAX, INT64_MIN } from '../../core/int64.js'
 import { PET_STATUSES, type PetStatus } from '../../core/pets.js'
+
+/**
+ * The int64 range as JSON Schema numbers. A double holds -2^63 exactly and rounds 2^63 − 1 up to
+ * 2^63, which bounds the same integers here: the body parser refuses anything outside int64
+ * before validation, and the document is written with the exact digits (see openapi.ts).
+ */
+const INT64_MINIMUM = Number(INT64_MIN)
+const INT64_MAXIMUM = Number(INT64_MAX)
 
 export const PetStatusSchema = Type.Unsafe<PetStatus>({
   $id: 'PetStatus',
@@ -21,7 +30,19 @@ const nameField = Type.String({
 
 const categoryIdField = Type.Integer({
   format: 'int64',
-  description: 'Identifier of the category the animal belongs to: any integer in the int64 range, kept exactly (also beyond 2^53).'
+  minimum: INT64_MINIMUM,
+  maximum: INT64_MAXIMUM,
+  description: 'Identifier of the category the animal belongs to: any integer in the int64 range, kept exactly (also beyond 2^53: ' +
+    'parse responses with a lossless JSON parser to keep such values).',
+  examples: [1]
+})
+
+const idField = Type.Integer({
+  format: 'int64',
+  minimum: 1,
+  maximum: INT64_MAXIMUM,
+  description: 'Unique identifier assigned on creation.',
+  examples: [1]
 })
 
 export const NewPetSchema = Type.Object({
@@ -37,7 +58,7 @@ export const NewPetSchema = Type.Object({
 export type NewPet = Static<typeof NewPetSchema>
 
 export const PetSchema = Type.Object({
-  id: Type.Integer({ format: 'int64', minimum: 1, description: 'Unique identifier assigned on creation.' }),
+  id: idField,
   name: nameField,
   categoryId: categoryIdField,
   status: Type.Optional(PetStatusRef)
@@ -50,21 +71,28 @@ export const PetSchema = Type.Object({
 
 export const PetsSchema = Type.Array(Type.Ref('Pet'), {
   $id: 'Pets',
-  description: 'A page of animals ordered by id ascending.',
+  maxItems: 100,
+  description: 'A page of animals ordered by id ascending: at most `limit` of them, and `limit` is at most 100.',
   examples: [[{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }, { id: 2, name: 'Tom', categoryId: 2 }]]
 })
 
 /** The page size's bounds and default: written once, read by the schema below and by the route's messages. */
 export const PAGE_SIZE = { minimum: 1, maximum: 100, default: 20 } as const
 
-const LimitSchema = Type.Integer({ ...PAGE_SIZE, description: 'Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.' })
+const LimitSchema = Type.Integer({
+  format: 'int32',
+  ...PAGE_SIZE,
+  description: 'Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.',
+  examples: [20]
+})
 
 export const ListPetsQuerySchema = Type.Object({
   limit: Type.Optional(LimitSchema),
-  status: Type.Optional(Type.Unsafe<PetStatus>({ type: 'string', enum: [...PET_STATUSES], description: 'Only animals with this status.' })),
+  status: Type.Optional(Type.Unsafe<PetStatus>({ type: 'string', enum: [...PET_STATUSES], description: 'Only animals with this status.', examples: ['available'] })),
   cursor: Type.Optional(Type.String({
     minLength: 1,
-    description: 'Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`.'
+    description: 'Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`.',
+    examples: ['MjA.tJ5kZ8Gm1fXc0Qv3pLr2Aw']
   }))
 })
 export type ListPetsQuery = Static<typeof ListPetsQuerySchema>
@@ -73,6 +101,17 @@ export const PetIdParamsSchema = Type.Object({
   petId: Type.Integer({
     format: 'int64',
     minimum: 1,
-    description: 'Identifier of the animal: digits without sign or leading zero, at most 2^63−1. Anything else gets 400 (addition to the specification).'
+    maximum: INT64_MAXIMUM,
+    description: 'Identifier of the animal: digits without sign or leading zero, at most 2^63−1. Anything else gets 400 (addition to the specification).',
+    examples: [1]
   })
+})
+
+/**
+ * The Idempotency-Key request header. Its value is checked by the route (parseIdempotencyKey), whose refusal names
+ * the header; the document adds the bounds that check enforces (openapi.ts).
+ */
+export const IdempotencyKeyHeaderSchema = Type.String({
+  description: 'Addition to the specification: 1 to 255 visible ASCII characters (a UUID is a good choice), optionally in double quotes.',
+  examples: ['8e03978e-40d5-43e8-bc93-6894a57f9324']
 })

@@ -56,7 +56,7 @@ export async function authenticate (verifier: KeyVerifier, authorization: string
 interface PresentedKey { authorization: string, key: VerifiedKey, generation: number }
 
 /**
- * CONTRACT: everything under /v1 except the OpenAPI document is authenticated before anything
+ * docs/decisions.md: everything under /v1 except the OpenAPI document is authenticated before anything
  * else, unknown paths and wrong methods included, so a request without a valid key gets 401
  * whatever else is wrong with it. A key verified before costs one SHA-256 and a map lookup;
  * a keep-alive connection that sends the same header again costs a string comparison.

@@ -1,0 +1,80 @@
+import { existsSync } from 'node:fs'
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { chromium, type BrowserContext, type Request } from 'playwright-core'
+import { tempDir } from '../helpers/build-app.js'
+import { startServer } from '../helpers/start-server.js'
+
+/** Debian's chromium package: Playwright's own browser download does not work here. */
+const CHROMIUM = '/usr/bin/chromium'
+/** A name that is not localhost, which browsers treat as a secure context whatever the scheme. */
+const HOST = 'animal-store.test'
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run', '--disable-quic', `--host-resolver-rules=MAP ${HOST} 127.0.0.1`]
+
+/** Whether the browser is installed; under CI=true a missing browser is a failure, elsewhere a loud skip. */
+function chromiumAvailable (): boolean {
+  if (existsSync(CHROMIUM)) return true
+  if (process.env.CI === 'true') throw new Error(`Chromium is required in CI but ${CHROMIUM} is missing: apt-get install -y chromium`)
+  process.stderr.write(`\n*** ${CHROMIUM} is missing: the browser test of the API reference page is SKIPPED (apt-get install -y chromium) ***\n\n`)
+  return false
+}
+
+describe('the API reference at /docs in Chromium', { skip: !chromiumAvailable() }, () => {
+  test(`renders every operation over plain HTTP at ${HOST}, from this origin alone, within its own security policy`, { timeout: 120_000 }, async (t) => {
+    // Registered first so that it runs first: the browser's keep-alive connections would hold up the server's close.
+    let browser: BrowserContext | undefined
+    t.after(() => browser?.close())
+    const server = await startServer(t)
+    const origin = `http://${HOST}:${new URL(server.baseUrl).port}`
+    const context = browser = await chromium.launchPersistentContext(tempDir(t), { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1200, height: 900 } })
+    const page = context.pages()[0] ?? await context.newPage()
+
+    const requests: Request[] = []
+    const failures: string[] = []
+    const consoleErrors: string[] = []
+    page.on('request', (request) => requests.push(request))
+    page.on('requestfailed', (request) => failures.push(`${request.url()}: ${request.failure()?.errorText ?? 'failed'}`))
+    page.on('response', (response) => { if (response.status() >= 400) failures.push(`${response.url()}: ${response.status()}`) })
+    page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()) })
+    page.on('pageerror', (error) => consoleErrors.push(error.message))
+    // Every violation of the page's policy, whether or not the browser also logs it.
+    await page.addInitScript({
+      content: `window.cspViolations = []; document.addEventListener('securitypolicyviolation', (event) =>
+        window.cspViolations.push(event.effectiveDirective + ' ' + event.blockedURI + ' ' + event.sourceFile + ':' + event.lineNumber))`
+    })
+
+    const response = await page.goto(`${origin}/docs`)
+    assert.equal(response?.status(), 200)
+    const policy = response.headers()['content-security-policy'] ?? ''
+    assert.match(policy, /default-src 'self'/, 'the page has a policy of its own')
+    assert.doesNotMatch(policy, /upgrade-insecure-requests/, 'the policy does not send plain-HTTP assets to https')
+
+    for (const operationId of ['listPets', 'createPet', 'getPet', 'listStoreOrders', 'getOpenApiDocument']) {
+      await page.locator('.opblock-summary-operation-id', { hasText: new RegExp(`^${operationId}$`) }).waitFor({ timeout: 30_000 })
+    }
+    assert.equal(await page.title(), 'Animal Store API')
+    assert.equal(await page.locator('.info .title').first().evaluate((title) => title.firstChild?.textContent?.trim()), 'Animal Store API')
+    assert.equal(await page.locator('.topbar').count(), 0, 'no top bar, so no framework logo')
+    assert.equal(await page.locator('img[src*="logo"], link[href*="favicon-32x32"], link[href*="favicon-16x16"]').count(), 0, 'no framework logo or icon')
+    assert.equal(await page.locator('.info .main .link').innerText(), '/v1/openapi.json', 'the document is shown under its own address')
+    assert.ok(await page.locator('.info .description a[href="/portal"]').count() > 0, 'the description links to the portal, where keys come from')
+
+    // Each error status shows its own example: GET /pets answers 400 and 401 with different bodies.
+    await page.locator('#operations-animals-listPets .opblock-summary').click()
+    const example = (status: number) => page.locator(`#operations-animals-listPets tr.response[data-code="${status}"] .example`).first()
+    await example(400).waitFor()
+    assert.match(await example(400).innerText(), /query parameter limit must be an integer from 1 to 100/)
+    assert.match(await example(401).innerText(), /"unauthorized"/)
+    assert.match(await example(429).innerText(), /"rate_limited"/)
+    assert.match(await example(503).innerText(), /"service_unavailable"/)
+
+    const urls = requests.map((request) => request.url())
+    assert.ok(urls.includes(`${origin}/v1/openapi.json`), `the page loads /v1/openapi.json: ${urls.join(', ')}`)
+    assert.deepEqual(urls.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:')), [], 'every request goes to this origin over plain HTTP, none upgraded or elsewhere')
+    assert.equal(urls.some((url) => url.endsWith('/docs/json')), false, 'not the plugin\'s copy of the document')
+    assert.deepEqual(failures, [], 'no request failed')
+    assert.deepEqual(await page.evaluate<string[]>('window.cspViolations'), [], 'no CSP violation')
+    assert.deepEqual(consoleErrors, [], 'no console errors')
+  })
+})
