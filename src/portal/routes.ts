@@ -4,15 +4,17 @@ import { join } from 'node:path'
 import cookie from '@fastify/cookie'
 import formbody from '@fastify/formbody'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { normalizeEmail } from '../core/accounts.js'
+import { controlCharacterProblem, normalizeEmail, withoutControlCharacters } from '../core/accounts.js'
+import { isWellFormedKeyId, MAX_LIVE_KEYS } from '../core/api-keys.js'
 import { ApiError } from '../core/errors.js'
-import { AccountsError, issueApiKey, keyLabelOrFail } from '../services/accounts.js'
+import type { ThrottledBy } from '../core/login-throttle.js'
+import { AccountsError, issueApiKey, KeyChangeRateError, keyLabelOrFail, LiveKeyLimitError, revokeOwnApiKey } from '../services/accounts.js'
 import { StoreUnavailableError, type ApiKeyRow, type Store } from '../storage/store.js'
 import { CSRF_FIELD, PresessionCsrf, sessionCsrfValid } from './csrf.js'
-import { logIn, signUp } from './log-in.js'
-import { PasswordHasher, PasswordHasherBusyError } from './password.js'
-import { cookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
-import { errorPage, keysPage, logInPage, revokePage, signUpPage, type AssetUrls } from './views.js'
+import { logIn, signUp, type Busy, type Throttled } from './log-in.js'
+import { PasswordHasher } from './password.js'
+import { cookieOptions, DEVICE_COOKIE, deviceCookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
+import { errorPage, keysPage, logInPage, revokedKeysPage, revokePage, signUpPage, type AssetUrls } from './views.js'
 
 export interface PortalOptions {
   store: Store
@@ -30,8 +32,9 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'permissions-policy': 'camera=(), microphone=(), geolocation=(), payment=()'
 }
 const MAX_FORM_BYTES = 16 * 1024
-const MAX_ACTIVE_KEYS = 100
-const KEY_ID = /^key_[0-9A-Za-z]{16}$/
+/** Revoked keys shown under the live ones; the rest are a link away, a page at a time. */
+const REVOKED_ON_KEYS_PAGE = 10
+const REVOKED_PER_PAGE = 50
 const HOST = /^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/
 const FORM_EXPIRED = 'This form has expired or was not sent from this site. Please try again.'
 
@@ -63,9 +66,30 @@ function sendPage (reply: FastifyReply, status: number, body: string): FastifyRe
   return reply.code(status).type('text/html; charset=utf-8').send(body)
 }
 
-const minutes = (seconds: number): string => {
-  const count = Math.max(1, Math.ceil(seconds / 60))
-  return `${count} minute${count === 1 ? '' : 's'}`
+/** A wait as people say it: seconds under two minutes, minutes beyond. */
+const duration = (seconds: number): string => {
+  if (seconds < 120) return `${seconds} second${seconds === 1 ? '' : 's'}`
+  const count = Math.ceil(seconds / 60)
+  return `${count} minutes`
+}
+
+const THROTTLED_BY: Readonly<Record<ThrottledBy, string>> = {
+  address: 'Too many attempts from your network.',
+  pair: 'Too many failed log-ins for this account from your network.',
+  device: 'Too many failed log-ins from this browser.',
+  account: 'Too many failed log-ins for this account from browsers it has not logged in with before. A browser you have logged in with before is not held back.'
+}
+
+/** What a log-in or sign-up refused before its password was checked says, with its Retry-After. */
+function refusalOf (result: Throttled | Busy): { message: string, retryAfterSeconds: number } {
+  const wait = `Try again in ${duration(result.retryAfterSeconds)}.`
+  if (result.outcome === 'throttled') return { message: `${THROTTLED_BY[result.by]} ${wait}`, retryAfterSeconds: result.retryAfterSeconds }
+  return {
+    message: result.reason === 'client'
+      ? `Another log-in or sign-up from your network is being checked. ${wait}`
+      : `The portal is checking many passwords right now. ${wait}`,
+    retryAfterSeconds: result.retryAfterSeconds
+  }
 }
 
 const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.')
@@ -83,6 +107,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   const policy = { publicHttps: publicBaseUrl?.startsWith('https:') === true }
   const sessions = new Sessions(store, policy)
   const presession = new PresessionCsrf(await store.setting('portal_csrf_secret', () => randomBytes(32).toString('base64url')), policy)
+  const devices = { secret: await store.setting('portal_device_secret', () => randomBytes(32).toString('base64url')) }
   const hasher = new PasswordHasher()
   const { files, urls: assets } = loadAssets()
   const hidden = { schema: { hide: true } }
@@ -112,11 +137,12 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return session
   }
 
-  interface KeysPageExtras { created?: { key: string, row: ApiKeyRow }, error?: string, label?: string }
+  interface KeysPageExtras { created?: { key: string, row: ApiKeyRow }, error?: string, notice?: string | undefined, label?: string }
 
   async function renderKeys (request: FastifyRequest, reply: FastifyReply, session: PortalSession, status: number, extras: KeysPageExtras): Promise<FastifyReply> {
-    const keys = await store.apiKeys.listByAccount(session.account.id)
-    return sendPage(reply, status, keysPage({ assets, session, keys, apiBaseUrl: apiBaseUrl(request), ...extras }))
+    const live = await store.apiKeys.pageByAccount(session.account.id, { live: true, limit: MAX_LIVE_KEYS, offset: 0 })
+    const revoked = await store.apiKeys.pageByAccount(session.account.id, { live: false, limit: REVOKED_ON_KEYS_PAGE, offset: 0 })
+    return sendPage(reply, status, keysPage({ assets, session, live: live.rows, revoked: revoked.rows, revokedTotal: revoked.total, apiBaseUrl: apiBaseUrl(request), ...extras }))
   }
 
   for (const asset of Object.values(files)) {
@@ -141,20 +167,24 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   app.post('/login', hidden, async function submitLogIn (request, reply) {
     const emailText = (field(request, 'email') ?? '').slice(0, 320)
     const render = (status: number, error: string): FastifyReply =>
-      sendPage(reply, status, logInPage({ assets, csrfToken: presession.issue(request, reply), email: emailText, error }))
+      sendPage(reply, status, logInPage({ assets, csrfToken: presession.issue(request, reply), email: withoutControlCharacters(emailText), error }))
     if (!presession.verify(request, field(request, CSRF_FIELD))) return render(403, FORM_EXPIRED)
-    const email = normalizeEmail(emailText)
     const password = field(request, 'password') ?? ''
+    const problem = controlCharacterProblem('email', emailText) ?? controlCharacterProblem('password', password)
+    if (problem !== undefined) return render(400, problem)
+    const email = normalizeEmail(emailText)
     if (email === undefined || password === '') return render(400, 'Enter your email address and your password.')
 
-    const result = await logIn(store, hasher, { email, password, ip: request.ip })
-    if (result.outcome === 'throttled') {
-      reply.header('retry-after', String(result.retryAfterSeconds))
-      return render(429, `Too many failed log-ins for this account or from your network. Try again in ${minutes(result.retryAfterSeconds)}.`)
+    const result = await logIn(store, hasher, devices, { email, password, ip: request.ip, deviceCookie: request.cookies[DEVICE_COOKIE] })
+    if (result.outcome === 'throttled' || result.outcome === 'busy') {
+      const { message, retryAfterSeconds } = refusalOf(result)
+      reply.header('retry-after', String(retryAfterSeconds))
+      return render(429, message)
     }
     // One message for an unknown email, an account without a password and a wrong password.
     if (result.outcome === 'refused') return render(401, 'The email address or the password is not correct.')
     await sessions.start(request, reply, result.accountId)
+    reply.setCookie(DEVICE_COOKIE, result.deviceCookie, deviceCookieOptions(request, policy))
     presession.clear(request, reply)
     request.log.info({ accountId: result.accountId }, 'portal log-in')
     return reply.redirect('/portal/keys', 303)
@@ -168,23 +198,30 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   app.post('/signup', hidden, async function submitSignUp (request, reply) {
     const emailText = (field(request, 'email') ?? '').slice(0, 320)
     const render = (status: number, error: string): FastifyReply =>
-      sendPage(reply, status, signUpPage({ assets, csrfToken: presession.issue(request, reply), email: emailText, error }))
+      sendPage(reply, status, signUpPage({ assets, csrfToken: presession.issue(request, reply), email: withoutControlCharacters(emailText), error }))
     if (!presession.verify(request, field(request, CSRF_FIELD))) return render(403, FORM_EXPIRED)
+    const password = field(request, 'password') ?? ''
+    const problem = controlCharacterProblem('email', emailText) ?? controlCharacterProblem('password', password)
+    if (problem !== undefined) return render(400, problem)
     const email = normalizeEmail(emailText)
     if (email === undefined) return render(400, 'Enter a valid email address, such as you@example.com.')
 
-    const result = await signUp(store, hasher, { email, password: field(request, 'password') ?? '', ip: request.ip })
+    const result = await signUp(store, hasher, devices, { email, password, ip: request.ip })
     switch (result.outcome) {
       case 'invalid_password':
         return render(400, result.message)
       case 'throttled':
-        reply.header('retry-after', String(result.retryAfterSeconds))
-        return render(429, `Too many attempts from your network. Try again in ${minutes(result.retryAfterSeconds)}.`)
+      case 'busy': {
+        const { message, retryAfterSeconds } = refusalOf(result)
+        reply.header('retry-after', String(retryAfterSeconds))
+        return render(429, message)
+      }
       case 'duplicate':
         return render(409, 'An account with this email address already exists: log in instead. If an operator created it with the ' +
           'animal-store command, ask them to set a password for it (animal-store accounts set-password).')
       case 'ok':
         await sessions.start(request, reply, result.accountId)
+        reply.setCookie(DEVICE_COOKIE, result.deviceCookie, deviceCookieOptions(request, policy))
         presession.clear(request, reply)
         request.log.info({ accountId: result.accountId }, 'portal sign-up')
         return reply.redirect('/portal/keys', 303)
@@ -205,10 +242,20 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const session = await sessionOrRedirect(request, reply)
     if (session === undefined) return reply
     const revoked = (request.query as Record<string, unknown>).revoked
-    const keys = await store.apiKeys.listByAccount(session.account.id)
-    const key = typeof revoked === 'string' ? keys.find((candidate) => candidate.id === revoked && candidate.revokedAt !== null) : undefined
-    const notice = key === undefined ? undefined : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
-    return sendPage(reply, 200, keysPage({ assets, session, keys, apiBaseUrl: apiBaseUrl(request), notice }))
+    const key = typeof revoked === 'string' ? await ownKey(session, revoked) : undefined
+    const notice = key === undefined || key.live ? undefined : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
+    return renderKeys(request, reply, session, 200, { notice })
+  })
+
+  app.get('/keys/revoked', hidden, async function showRevokedKeys (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    const asked = (request.query as Record<string, unknown>).page
+    const page = typeof asked === 'string' && /^[1-9][0-9]{0,5}$/.test(asked) ? Number(asked) : 1
+    const revoked = await store.apiKeys.pageByAccount(session.account.id, { live: false, limit: REVOKED_PER_PAGE, offset: (page - 1) * REVOKED_PER_PAGE })
+    const pages = Math.max(1, Math.ceil(revoked.total / REVOKED_PER_PAGE))
+    if (page > pages) return reply.redirect(`/portal/keys/revoked?page=${pages}`, 303)
+    return sendPage(reply, 200, revokedKeysPage({ assets, session, keys: revoked.rows, total: revoked.total, page, pages }))
   })
 
   app.post('/keys', hidden, async function generateKey (request, reply) {
@@ -218,27 +265,31 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
       return sendPage(reply, 403, errorPage({ assets, status: 403, title: 'Form expired', message: FORM_EXPIRED, session }))
     }
     const labelText = field(request, 'label') ?? ''
-    let label: string | null
+    const shownLabel = withoutControlCharacters(labelText).slice(0, 500)
+    let created: { key: string, row: ApiKeyRow }
     try {
-      label = keyLabelOrFail(labelText)
+      created = await issueApiKey(store, session.account.id, keyLabelOrFail(labelText))
     } catch (error) {
-      if (!(error instanceof AccountsError)) throw error
-      return renderKeys(request, reply, session, 400, { error: sentence(error.message), label: labelText.slice(0, 500) })
+      if (error instanceof KeyChangeRateError) {
+        reply.header('retry-after', String(error.retryAfterSeconds))
+        return renderKeys(request, reply, session, 429, { error: sentence(error.message), label: shownLabel })
+      }
+      if (error instanceof LiveKeyLimitError) {
+        return renderKeys(request, reply, session, 400, { error: `You have ${error.limit} active keys, the most an account may have. Revoke one you no longer use first.`, label: shownLabel })
+      }
+      if (error instanceof AccountsError) return renderKeys(request, reply, session, 400, { error: sentence(error.message), label: shownLabel })
+      throw error
     }
-    const active = (await store.apiKeys.listByAccount(session.account.id)).filter((key) => key.revokedAt === null).length
-    if (active >= MAX_ACTIVE_KEYS) {
-      return renderKeys(request, reply, session, 400, { error: `You have ${active} active keys, the most an account may have. Revoke one you no longer use first.`, label: labelText })
-    }
-    const created = await issueApiKey(store, session.account.id, label)
     request.log.info({ accountId: session.account.id, keyId: created.row.id }, 'portal: API key generated')
     // 201 with the secret in the page, once; the response is marked no-store like every portal page.
     return renderKeys(request, reply, session, 201, { created })
   })
 
   /** The key if it belongs to the session's account; any other key is answered exactly like a key that does not exist. */
-  async function ownKey (session: PortalSession, keyId: string) {
-    if (!KEY_ID.test(keyId)) return undefined
-    return (await store.apiKeys.listByAccount(session.account.id)).find((key) => key.id === keyId)
+  async function ownKey (session: PortalSession, keyId: string): Promise<ApiKeyRow | undefined> {
+    if (!isWellFormedKeyId(keyId)) return undefined
+    const key = await store.apiKeys.findById(keyId)
+    return key?.accountId === session.account.id ? key : undefined
   }
 
   const noSuchKey = (reply: FastifyReply, session: PortalSession): FastifyReply =>
@@ -249,7 +300,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     if (session === undefined) return reply
     const key = await ownKey(session, request.params.keyId)
     if (key === undefined) return noSuchKey(reply, session)
-    if (key.revokedAt !== null) return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
+    if (!key.live) return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
     return sendPage(reply, 200, revokePage({ assets, session, key }))
   })
 
@@ -261,8 +312,14 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     }
     const key = await ownKey(session, request.params.keyId)
     if (key === undefined) return noSuchKey(reply, session)
-    // Moves the revocation marker: every instance drops the key within a second.
-    await store.apiKeys.revoke(key.id)
+    try {
+      // Records the key's invalidation: every instance drops it within a second.
+      await revokeOwnApiKey(store, key)
+    } catch (error) {
+      if (!(error instanceof KeyChangeRateError)) throw error
+      reply.header('retry-after', String(error.retryAfterSeconds))
+      return sendPage(reply, 429, errorPage({ assets, status: 429, title: 'Too many revocations', message: `${sentence(error.message)} An operator can revoke it at once with animal-store keys revoke ${key.id}.`, session }))
+    }
     request.log.info({ accountId: session.account.id, keyId: key.id }, 'portal: API key revoked')
     return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
   })
@@ -280,9 +337,6 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
 }
 
 function describeError (error: FastifyError | Error, request: FastifyRequest): { status: number, title: string, message: string } {
-  if (error instanceof PasswordHasherBusyError) {
-    return { status: 503, title: 'Busy', message: 'The portal is busy. Please try again in a moment.' }
-  }
   if (error instanceof StoreUnavailableError) {
     request.log.warn({ err: error.reason }, 'database unavailable')
     return { status: 503, title: 'Unavailable', message: 'The portal is briefly unavailable. Please try again in a moment.' }
