@@ -20,7 +20,7 @@ import { FrontGate } from './http/front-gate.js'
 import { HotCreates } from './http/hot-creates.js'
 import { HotReads } from './http/hot-reads.js'
 import { PetReads } from './http/pet-reads.js'
-import { portalRoutes } from './portal/routes.js'
+import { isUnderPortal, portalRoutes, sendPortalFrameworkError } from './portal/routes.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
 import { KeyVerifier } from './services/key-verifier.js'
@@ -78,6 +78,11 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
         throw error
       }
       reply.headers(commonHeaders(request.id))
+      // People read the portal's errors: its error page, not the API's JSON.
+      if (isUnderPortal(request.url)) {
+        sendPortalFrameworkError(error, request, reply)
+        return
+      }
       answer().catch((failure: Error) => sendError(reply, toApiError(failure, request)))
     },
     // Refused by registerDrainRefusal instead, in the API's error shape.

@@ -40,8 +40,12 @@ const FORM_EXPIRED = 'This form has expired or was not sent from this site. Plea
 
 interface Asset { body: Buffer, type: string }
 
+type Assets = { files: Record<keyof AssetUrls, Asset & { path: string }>, urls: AssetUrls }
+let loaded: Assets | undefined
+
 /** The stylesheet, the copy-button script and the icon, read once; their URLs carry a digest of the content. */
-function loadAssets (): { files: Record<keyof AssetUrls, Asset & { path: string }>, urls: AssetUrls } {
+function loadAssets (): Assets {
+  if (loaded !== undefined) return loaded
   // Beside this module when run from source, beside the bundle once built (scripts/build.mjs).
   const dir = join(import.meta.dirname, 'assets')
   const read = (name: string, type: string): Asset & { path: string } => ({ path: `/assets/${name}`, body: readFileSync(join(dir, name)), type })
@@ -51,7 +55,8 @@ function loadAssets (): { files: Record<keyof AssetUrls, Asset & { path: string 
     icon: read('favicon.svg', 'image/svg+xml')
   }
   const url = ({ path, body }: Asset & { path: string }): string => `/portal${path}?v=${createHash('sha256').update(body).digest('base64url').slice(0, 12)}`
-  return { files, urls: { css: url(files.css), script: url(files.script), icon: url(files.icon) } }
+  loaded = { files, urls: { css: url(files.css), script: url(files.script), icon: url(files.icon) } }
+  return loaded
 }
 
 /** A single-valued form field; repeated fields and anything but text count as absent. */
@@ -64,6 +69,34 @@ function field (request: FastifyRequest, name: string): string | undefined {
 
 function sendPage (reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply.code(status).type('text/html; charset=utf-8').send(body)
+}
+
+/** The portal's own response headers, on every page it sends. */
+function setPageHeaders (request: FastifyRequest, reply: FastifyReply): void {
+  reply.headers(PAGE_HEADERS)
+  // Pages, and above all the one that shows a new key, must never be kept by a cache.
+  if (reply.getHeader('cache-control') === undefined) reply.header('cache-control', 'no-store')
+  if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000')
+}
+
+export function isUnderPortal (url: string): boolean {
+  return /^\/portal(\/|$|\?)/.test(url)
+}
+
+/** A status the framework gives a request it could not read, with the statusCode the portal's error page looks at. */
+function requestError (statusCode: number, message: string): FastifyError {
+  return Object.assign(new Error(message), { statusCode, code: 'PORTAL_UNREADABLE_FORM', name: 'FastifyError' }) as FastifyError
+}
+
+/**
+ * The error page for a /portal request that failed before reaching the portal's routes (a path
+ * segment beyond the router's limit): the framework's own errors are the API's, in JSON, so the
+ * application hands /portal's to this.
+ */
+export function sendPortalFrameworkError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { status, title, message } = describeError(error, request)
+  setPageHeaders(request, reply)
+  return sendPage(reply, status, errorPage({ assets: loadAssets().urls, status, title, message }))
 }
 
 /** A wait as people say it: seconds under two minutes, minutes beyond. */
@@ -102,7 +135,18 @@ const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.s
  */
 export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl }: PortalOptions): Promise<void> {
   await app.register(cookie)
+  // The API's JSON parser is inherited; the portal reads forms as browsers send them, and refuses anything else with 415.
+  app.removeAllContentTypeParsers()
   await app.register(formbody, { bodyLimit: MAX_FORM_BYTES })
+  app.addContentTypeParser('*', function refuseBody (request, payload, done) {
+    payload.resume()
+    done(requestError(415, `content type ${request.headers['content-type'] ?? '(none)'} is not a form`), undefined)
+  })
+  app.addHook('preParsing', async function refuseEncodedForms (request) {
+    const encoding = request.headers['content-encoding']
+    const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined
+    if (hasBody && encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') throw requestError(415, `content encoding ${encoding} is not read`)
+  })
 
   const policy = { publicHttps: publicBaseUrl?.startsWith('https:') === true }
   const sessions = new Sessions(store, policy)
@@ -113,10 +157,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   const hidden = { schema: { hide: true } }
 
   app.addHook('onSend', async function portalHeaders (request, reply, payload) {
-    reply.headers(PAGE_HEADERS)
-    // Pages, and above all the one that shows a new key, must never be kept by a cache.
-    if (reply.getHeader('cache-control') === undefined) reply.header('cache-control', 'no-store')
-    if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000')
+    setPageHeaders(request, reply)
     return payload
   })
 
@@ -348,6 +389,8 @@ function describeError (error: FastifyError | Error, request: FastifyRequest): {
   }
   const status = (error as FastifyError).statusCode
   if (status === 413) return { status, title: 'Form too large', message: 'The form sent is too large.' }
+  if (status === 415) return { status, title: 'Not a form', message: 'The portal reads forms as browsers send them (application/x-www-form-urlencoded, not compressed).' }
+  if ((error as FastifyError).code === 'FST_ERR_MAX_PARAM_LENGTH') return { status: 404, title: 'Page not found', message: 'There is no page at this address.' }
   if (status === 503) return { status, title: 'Unavailable', message: 'The service is restarting. Please try again in a moment.' }
   if (status !== undefined && status >= 400 && status < 500) return { status, title: 'Bad request', message: 'The request could not be read.' }
   request.log.error({ err: error }, 'unexpected error in the developer portal')

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { Writable } from 'node:stream'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
@@ -15,6 +16,7 @@ import { createAccount } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
 import { buildTestApp, openTestStore, TEST_DEFAULTS } from '../helpers/build-app.js'
 import { csrfTokenOf, messageOf, PortalClient } from '../helpers/portal-client.js'
+import { startServer } from '../helpers/start-server.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
 
 const PASSWORD = 'correct horse battery staple'
@@ -257,7 +259,7 @@ describe('developer portal: CSRF', () => {
       const cookieless = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ _csrf: token, email, password: PASSWORD }).toString() })
       assert.equal(cookieless.statusCode, 403, `${path} without the pre-session cookie`)
       const asJson = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/json', cookie: `portal_presession=${browser.cookies.get('portal_presession') ?? ''}` }, payload: JSON.stringify({ _csrf: token, email, password: PASSWORD }) })
-      assert.equal(asJson.statusCode, 403, `${path} with a JSON body`)
+      assert.equal(asJson.statusCode, 415, `${path} with a JSON body: not read, whatever it holds`)
       assert.equal((await browser.post(path, { _csrf: token, email, password: PASSWORD })).statusCode, 303, `${path} with its token`)
     }
     assert.equal((await store.accounts.findByEmail('eve@example.com'))?.email, 'eve@example.com')
@@ -751,6 +753,42 @@ describe('developer portal: surface', () => {
 
     const doc = (await app.inject({ url: '/v1/openapi.json' })).json<{ paths: Record<string, unknown> }>()
     assert.deepEqual(Object.keys(doc.paths).filter((path) => path.includes('portal')), [])
+  })
+
+  test('a /portal request the framework cannot read gets an HTML error page with its 4xx, never the API JSON: unsupported or encoded bodies, oversized forms, overlong paths', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const cases: Array<{ name: string, method?: string, path?: string, headers?: Record<string, string>, body?: string, status: number, title: RegExp }> = [
+      { name: 'text/plain', headers: { 'content-type': 'text/plain' }, body: 'email=a@b.io', status: 415, title: /Not a form/ },
+      { name: 'JSON', headers: { 'content-type': 'application/json' }, body: '{"email":"a@b.io"}', status: 415, title: /Not a form/ },
+      { name: 'malformed JSON', headers: { 'content-type': 'application/json' }, body: '{"email":', status: 415, title: /Not a form/ },
+      { name: 'multipart', headers: { 'content-type': 'multipart/form-data; boundary=x' }, body: '--x--', status: 415, title: /Not a form/ },
+      { name: 'a garbage content type', headers: { 'content-type': ';;;' }, body: 'a=b', status: 415, title: /Not a form/ },
+      { name: 'a gzip-encoded form', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': 'gzip' }, body: 'a=b', status: 415, title: /Not a form/ },
+      { name: 'an oversized form', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `email=${'a'.repeat(20_000)}`, status: 413, title: /Form too large/ },
+      { name: 'a path segment beyond the router\'s limit', method: 'GET', path: `/portal/keys/${'k'.repeat(3000)}/revoke`, status: 404, title: /Page not found/ },
+      { name: 'a malformed escape in the path', method: 'GET', path: '/portal/%E0%A4%A', status: 404, title: /Page not found/ }
+    ]
+    for (const item of cases) {
+      const response = await fetch(`${server.baseUrl}${item.path ?? '/portal/login'}`, { method: item.method ?? 'POST', headers: item.headers, body: item.body })
+      const text = await response.text()
+      assert.equal(response.status, item.status, `${item.name}: ${text.slice(0, 300)}`)
+      assert.match(response.headers.get('content-type') ?? '', /^text\/html; charset=utf-8$/, item.name)
+      assert.equal(response.headers.get('content-security-policy'), CSP, item.name)
+      assert.match(text, item.title, item.name)
+      assert.doesNotMatch(text, /"code"/, item.name)
+    }
+
+    // A declared Content-Length over the form limit is refused before any of the body is read.
+    const declared = await new Promise<{ status: number, type: string }>((resolve, reject) => {
+      const outgoing = httpRequest(`${server.baseUrl}/portal/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '1000000' } }, (response) => {
+        response.resume()
+        resolve({ status: response.statusCode ?? 0, type: String(response.headers['content-type']) })
+        outgoing.destroy()
+      })
+      outgoing.on('error', (error) => { if (!outgoing.destroyed) reject(error) })
+      outgoing.flushHeaders()
+    })
+    assert.deepEqual(declared, { status: 413, type: 'text/html; charset=utf-8' })
   })
 
   test('no password, API key or session token appears in the logs (even at trace level) or in the SQLite files', async (t) => {
