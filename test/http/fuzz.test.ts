@@ -1713,11 +1713,13 @@ describe('regressions found by the fuzzer', () => {
 // contract (docs/portal.md): HTML pages, a status from the form's short list, never 5xx; a
 // control character in a field that was read gets 400 naming that field; nothing with a
 // control character is stored. Each password check costs a scrypt, so the runs are fewer:
-// FUZZ_PORTAL_RUNS in all (default 400; 240 with TEST_ENGINE=postgres), a quarter per form.
+// FUZZ_PORTAL_RUNS in all (default 400; 240 with TEST_ENGINE=postgres), shared by the forms as
+// PORTAL_SHARES says (log-in, where nearly every run checks a password, least).
 
 const PORTAL_RUNS = integerFromEnv('FUZZ_PORTAL_RUNS') ?? (TEST_ENGINE === 'postgres' ? 240 : 400)
-const PORTAL_FORMS = ['signup', 'login', 'generateKey', 'revokeKey'] as const
-type PortalForm = typeof PORTAL_FORMS[number]
+const PORTAL_SHARES = { signup: 0.2, login: 0.1, generateKey: 0.4, revokeKey: 0.3 } as const
+const PORTAL_FORMS = Object.keys(PORTAL_SHARES) as Array<keyof typeof PORTAL_SHARES>
+type PortalForm = keyof typeof PORTAL_SHARES
 const PORTAL_PASSWORD = 'correct horse battery staple'
 const HTML_TYPE = /^text\/html; charset=utf-8$/
 const FORM_STATUSES: Record<PortalForm, number[]> = {
@@ -1888,7 +1890,7 @@ describe('fuzzing the developer portal\'s forms', () => {
     test(`POST ${form}: never a 5xx, always an HTML page with a status of the form's own, a control character refused naming its field`, { timeout: 300_000 }, async (t) => {
       const pf = await portalFuzz(t)
       const seed = (SEED + 100 + PORTAL_FORMS.indexOf(form)) | 0
-      const numRuns = Math.max(20, Math.round(PORTAL_RUNS / PORTAL_FORMS.length))
+      const numRuns = Math.max(20, Math.round(PORTAL_RUNS * PORTAL_SHARES[form]))
       t.diagnostic(`portal ${form}: ${numRuns} runs, fast-check seed ${seed} (${REPLAY})`)
       await fc.assert(fc.asyncProperty(portalCaseArbitrary(pf, form), async (item) => { await runPortalCase(pf, item) }), { seed, numRuns, includeErrorInReport: true })
       const labels = (await pf.fz.store.apiKeys.listByAccount(pf.accountId)).map((row) => row.label ?? '')
