@@ -22,7 +22,7 @@ import { storeOrderRoutes } from './http/routes/store-orders.js'
 import { authenticate } from './http/steps/authentication.js'
 import { requestIdOf } from './http/steps/request-context.js'
 import { tolerantUrl } from './http/tolerant-url.js'
-import { portalRoutes } from './portal/routes.js'
+import { isUnderPortal, portalRoutes, sendPortalFrameworkError } from './portal/routes.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
 import { KeyVerifier } from './services/key-verifier.js'
 import { Metrics } from './services/metrics.js'
@@ -115,6 +115,11 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
         throw error
       }
       reply.header('x-request-id', requestIdOf(request)).header('x-content-type-options', 'nosniff')
+      // People read the portal's errors: its error page, not the API's JSON.
+      if (isUnderPortal(request.url)) {
+        sendPortalFrameworkError(error, request, reply)
+        return
+      }
       answer().catch((failure: Error) => sendError(reply, toApiError(failure, request)))
     },
     // Refused by the pipeline's shutdown refusal instead, in the API's error shape.

@@ -69,6 +69,31 @@ export function newKeyId (): string {
   return 'key_' + randomBase62(16)
 }
 
+const KEY_ID = /^key_[0-9A-Za-z]{16}$/
+
+/** True when the text has the shape of a key id: anything else names no key, and is not looked up. */
+export function isWellFormedKeyId (text: string): boolean {
+  return KEY_ID.test(text)
+}
+
+/** Live keys (see src/storage/live-keys.ts) an account may hold at once. */
+export const MAX_LIVE_KEYS = 100
+
+/**
+ * Key generations, and separately key revocations, an account may make per window, counted in
+ * the database so that every instance shares the budget: enough for any person or deployment
+ * script, and a bound on the churn one account can cause (every generation is a write, every
+ * revocation reaches every instance).
+ */
+export const KEY_CHANGE_LIMIT = Object.freeze({ windowMs: 60 * 60_000, maxPerWindow: 30 })
+
+export type KeyChange = 'generation' | 'revocation'
+
+/** The attempt counter a change of the account's keys is counted under. */
+export function keyChangeSubject (change: KeyChange, accountId: number): string {
+  return `key-${change}s:${accountId}`
+}
+
 /** Parses an Authorization header value; the scheme is case-insensitive (RFC 7235). */
 export function bearerTokenOf (authorization: string | undefined): { token?: string, scheme: 'none' | 'other' | 'bearer' } {
   if (authorization === undefined || authorization === '') return { scheme: 'none' }

@@ -1,30 +1,56 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { accountSubject, addressBucket, addressSubject, LOGIN_THROTTLE, throttleVerdict } from './login-throttle.js'
+import {
+  accountSubject,
+  addressBucket,
+  addressSubject,
+  deviceSubject,
+  LOGIN_THROTTLE,
+  lockedVerdict,
+  pairSubject,
+  unknownDeviceLockMs,
+  windowVerdict
+} from './login-throttle.js'
 
 const now = new Date(1_800_000_000_000)
 const count = (attempts: number, startedMsAgo = 0): { attempts: number, windowStartedAt: Date } =>
   ({ attempts, windowStartedAt: new Date(now.getTime() - startedMsAgo) })
 
 test('attempts up to the limits go ahead', () => {
-  assert.deepEqual(throttleVerdict(count(LOGIN_THROTTLE.maxPerAccount), count(LOGIN_THROTTLE.maxPerAddress), now), { allowed: true })
+  assert.deepEqual(windowVerdict([
+    { by: 'pair', count: count(LOGIN_THROTTLE.maxPerPair), max: LOGIN_THROTTLE.maxPerPair },
+    { by: 'address', count: count(LOGIN_THROTTLE.maxPerAddress), max: LOGIN_THROTTLE.maxPerAddress }
+  ], now), { allowed: true })
 })
 
-test('one attempt over the account limit waits for the end of that window', () => {
-  assert.deepEqual(throttleVerdict(count(LOGIN_THROTTLE.maxPerAccount + 1, 60_000), count(1), now),
-    { allowed: false, retryAfterSeconds: LOGIN_THROTTLE.windowMs / 1000 - 60 })
+test('one attempt over a limit waits for the end of that window, and says which limit', () => {
+  assert.deepEqual(windowVerdict([
+    { by: 'address', count: count(1), max: LOGIN_THROTTLE.maxPerAddress },
+    { by: 'pair', count: count(LOGIN_THROTTLE.maxPerPair + 1, 60_000), max: LOGIN_THROTTLE.maxPerPair }
+  ], now), { allowed: false, by: 'pair', retryAfterSeconds: LOGIN_THROTTLE.windowMs / 1000 - 60 })
+  assert.deepEqual(windowVerdict([{ by: 'address', count: count(LOGIN_THROTTLE.maxPerAddress + 1, LOGIN_THROTTLE.windowMs - 500), max: LOGIN_THROTTLE.maxPerAddress }], now),
+    { allowed: false, by: 'address', retryAfterSeconds: 1 })
 })
 
-test('one attempt over the address limit is refused whichever account it names', () => {
-  const verdict = throttleVerdict(count(1), count(LOGIN_THROTTLE.maxPerAddress + 1, LOGIN_THROTTLE.windowMs - 500), now)
-  assert.deepEqual(verdict, { allowed: false, retryAfterSeconds: 1 })
+test('the lock on an email for unknown devices starts after the free attempts and doubles up to its cap', () => {
+  const locks = Array.from({ length: 20 }, (_, index) => unknownDeviceLockMs(index + 1))
+  assert.deepEqual(locks.slice(0, LOGIN_THROTTLE.freeFailures - 1), Array(LOGIN_THROTTLE.freeFailures - 1).fill(0))
+  assert.equal(unknownDeviceLockMs(LOGIN_THROTTLE.freeFailures), LOGIN_THROTTLE.firstLockMs)
+  assert.equal(unknownDeviceLockMs(LOGIN_THROTTLE.freeFailures + 1), 2 * LOGIN_THROTTLE.firstLockMs)
+  for (let index = 1; index < locks.length; index++) assert.ok((locks[index] ?? 0) >= (locks[index - 1] ?? 0), 'never shorter')
+  assert.equal(unknownDeviceLockMs(10_000), LOGIN_THROTTLE.maxLockMs)
+  assert.deepEqual(lockedVerdict(new Date(now.getTime() + 29_500), now), { by: 'account', retryAfterSeconds: 30 })
 })
 
-test('subjects are digests: the throttle table holds no email or address in clear', () => {
+test('subjects are digests: the throttle table holds no email, address or cookie in clear', () => {
   assert.match(accountSubject('a@example.com'), /^account:[0-9a-f]{64}$/)
   assert.notEqual(accountSubject('a@example.com'), accountSubject('b@example.com'))
   assert.match(addressSubject('192.0.2.1'), /^address:[0-9a-f]{64}$/)
   assert.equal(addressSubject('::ffff:192.0.2.1'), addressSubject('192.0.2.1'))
+  assert.match(pairSubject('a@example.com', '192.0.2.1'), /^pair:[0-9a-f]{64}$/)
+  assert.equal(pairSubject('a@example.com', '2001:db8::1'), pairSubject('a@example.com', '2001:db8::2'), 'one /64, one pair')
+  assert.notEqual(pairSubject('a@example.com', '192.0.2.1'), pairSubject('a@example.com', '192.0.2.2'))
+  assert.match(deviceSubject('nonce'), /^device:[0-9a-f]{64}$/)
 })
 
 test('addressBucket keeps IPv4, unmaps IPv4-mapped IPv6 and groups IPv6 by /64', () => {

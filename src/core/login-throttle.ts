@@ -2,28 +2,53 @@ import { createHash } from 'node:crypto'
 import { isIPv4, isIPv6 } from 'node:net'
 
 /**
- * Failed log-ins are counted in fixed windows, per account (the submitted email, whether
- * or not an account has it, so the throttle says nothing about which emails exist) and
- * per client address. Every attempt takes a slot before the password is checked, so
- * concurrent guesses on several instances cannot overshoot; a successful log-in gives
- * the account's slots back and its own address slot.
+ * How the portal slows password guessing without letting anyone lock another person out.
+ * Every log-in is counted, before its password is checked (so concurrent guesses on several
+ * instances cannot overshoot), against:
+ *
+ * - the client address (IPv6 by /64): at most `maxPerAddress` attempts in a window, sign-ups included;
+ * - from a browser holding a device cookie for the email (src/core/device-cookies.ts): that
+ *   browser's own count, `maxPerDevice` in a window, and nothing else about the email;
+ * - from any other browser (an unknown device): the (email, address) pair, `maxPerPair` in a
+ *   window, and the email's count for unknown devices, which locks the email for unknown devices
+ *   only and progressively: from the `freeFailures`th attempt on, each attempt locks it for
+ *   `firstLockMs`, doubling up to `maxLockMs`; the count is forgotten after `forgetAfterMs` quiet.
+ *
+ * An attacker guessing at someone's email can so lock out only browsers that person has never
+ * logged in with; a browser they have used keeps working. Emails are counted whether or not an
+ * account has them, so the throttle says nothing about which emails exist.
  */
 export const LOGIN_THROTTLE = Object.freeze({
   windowMs: 15 * 60_000,
-  maxPerAccount: 10,
+  maxPerPair: 10,
+  maxPerDevice: 10,
   /** Sign-ups count here too: each costs a password hash. */
-  maxPerAddress: 50
+  maxPerAddress: 50,
+  freeFailures: 10,
+  firstLockMs: 30_000,
+  maxLockMs: 15 * 60_000,
+  forgetAfterMs: 24 * 60 * 60_000
 })
 
 const digest = (text: string): string => createHash('sha256').update(text).digest('hex')
 
-/** The throttle's key for an email; a digest, because what is typed there may be anything. */
+/** The throttle's key for an email's unknown devices; a digest, because what is typed there may be anything. */
 export function accountSubject (email: string): string {
   return `account:${digest(email)}`
 }
 
 export function addressSubject (ip: string): string {
   return `address:${digest(addressBucket(ip))}`
+}
+
+/** One email tried from one network: what a single guesser without a device cookie is held to. */
+export function pairSubject (email: string, ip: string): string {
+  return `pair:${digest(`${email}\n${addressBucket(ip)}`)}`
+}
+
+/** One browser that holds a device cookie, by the cookie's nonce. */
+export function deviceSubject (nonce: string): string {
+  return `device:${digest(nonce)}`
 }
 
 /** IPv6 groups of an address, with the IPv4 tail of mixed notation folded into the last two; undefined when malformed. */
@@ -65,15 +90,31 @@ export interface AttemptCount {
   windowStartedAt: Date
 }
 
-export type ThrottleVerdict = { allowed: true } | { allowed: false, retryAfterSeconds: number }
+/** Which limit refused an attempt: the words the portal's message uses. */
+export type ThrottledBy = 'address' | 'pair' | 'device' | 'account'
 
-/** Whether this attempt may go ahead, given the counts it produced for the account and the address. */
-export function throttleVerdict (account: AttemptCount, address: AttemptCount, now: Date): ThrottleVerdict {
-  const over = [
-    account.attempts > LOGIN_THROTTLE.maxPerAccount ? account : undefined,
-    address.attempts > LOGIN_THROTTLE.maxPerAddress ? address : undefined
-  ].filter((count) => count !== undefined)
-  if (over.length === 0) return { allowed: true }
-  const reopensAt = Math.max(...over.map((count) => count.windowStartedAt.getTime() + LOGIN_THROTTLE.windowMs))
-  return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((reopensAt - now.getTime()) / 1000)) }
+export type ThrottleVerdict = { allowed: true } | { allowed: false, by: ThrottledBy, retryAfterSeconds: number }
+
+const secondsUntil = (at: number, now: Date): number => Math.max(1, Math.ceil((at - now.getTime()) / 1000))
+
+/**
+ * Whether an attempt may go ahead, given the counts it produced in fixed windows, each with
+ * its limit; the first count over its limit names the refusal and its wait.
+ */
+export function windowVerdict (counts: ReadonlyArray<{ by: ThrottledBy, count: AttemptCount, max: number }>, now: Date): ThrottleVerdict {
+  const over = counts.find(({ count, max }) => count.attempts > max)
+  if (over === undefined) return { allowed: true }
+  return { allowed: false, by: over.by, retryAfterSeconds: secondsUntil(over.count.windowStartedAt.getTime() + LOGIN_THROTTLE.windowMs, now) }
+}
+
+/** How long counting the nth attempt from an unknown device locks the email for unknown devices: 0 until the free ones are used up, then doubling. */
+export function unknownDeviceLockMs (attempts: number): number {
+  if (attempts < LOGIN_THROTTLE.freeFailures) return 0
+  const doublings = Math.min(attempts - LOGIN_THROTTLE.freeFailures, 30)
+  return Math.min(LOGIN_THROTTLE.firstLockMs * 2 ** doublings, LOGIN_THROTTLE.maxLockMs)
+}
+
+/** The verdict on an attempt the email's unknown-device lock refused. */
+export function lockedVerdict (lockedUntil: Date, now: Date): { by: ThrottledBy, retryAfterSeconds: number } {
+  return { by: 'account', retryAfterSeconds: secondsUntil(lockedUntil.getTime(), now) }
 }

@@ -1,62 +1,123 @@
-import { accountSubject, addressSubject, LOGIN_THROTTLE, throttleVerdict } from '../core/login-throttle.js'
+import { newDeviceCookie, verifyDeviceCookie } from '../core/device-cookies.js'
+import {
+  accountSubject,
+  addressBucket,
+  addressSubject,
+  deviceSubject,
+  LOGIN_THROTTLE,
+  lockedVerdict,
+  pairSubject,
+  unknownDeviceLockMs,
+  windowVerdict,
+  type ThrottledBy
+} from '../core/login-throttle.js'
 import { needsRehash, passwordProblem } from '../core/passwords.js'
 import { DuplicateEmailError, type Store } from '../storage/store.js'
-import type { PasswordHasher } from './password.js'
+import { PasswordHasherBusyError, type PasswordHasher, type PasswordWork } from './password.js'
+
+export type Throttled = { outcome: 'throttled', by: ThrottledBy, retryAfterSeconds: number }
+/** The password hasher had no place for this client: refused before anything was counted. */
+export type Busy = { outcome: 'busy', reason: 'client' | 'full', retryAfterSeconds: number }
 
 export type LogInResult =
-  | { outcome: 'ok', accountId: number }
+  /** `deviceCookie`: a fresh device cookie for the browser, bound to the email. */
+  | { outcome: 'ok', accountId: number, deviceCookie: string }
   /** Unknown email, account without a password, or wrong password: deliberately one outcome. */
   | { outcome: 'refused' }
-  | { outcome: 'throttled', retryAfterSeconds: number }
+  | Throttled
+  | Busy
+
+export interface LogInInput {
+  /** Already normalised. */
+  email: string
+  password: string
+  ip: string
+  /** The device cookie the browser sent, if any. */
+  deviceCookie: string | undefined
+}
+
+/** The secret device cookies are signed with; every instance shares it. */
+export interface DeviceCookieSecret { secret: string }
+
+/** Runs the work as the address's one password check, or answers that there is no place for it. */
+async function admitted<T> (hasher: PasswordHasher, ip: string, work: (passwords: PasswordWork) => Promise<T>): Promise<T | Busy> {
+  try {
+    return await hasher.forClient(addressBucket(ip), work)
+  } catch (error) {
+    if (error instanceof PasswordHasherBusyError) return { outcome: 'busy', reason: error.reason, retryAfterSeconds: error.retryAfterSeconds }
+    throw error
+  }
+}
 
 /**
- * Checks an email (already normalised) and password. The attempt is counted against the
- * email and the address before the password is checked, so that the throttle holds
- * however many instances guess at once; a success gives those counts back.
+ * Checks an email and password under the policy of LOGIN_THROTTLE. The attempt is counted
+ * before the password is checked, so that the throttle holds however many instances guess at
+ * once; a success gives the counts of its own browser or network back.
  */
-export async function logIn (store: Store, hasher: PasswordHasher, input: { email: string, password: string, ip: string }): Promise<LogInResult> {
-  const now = new Date()
-  const account = accountSubject(input.email)
-  const address = addressSubject(input.ip)
-  const [accountCount, addressCount] = await store.loginAttempts.record([account, address], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
-  if (accountCount === undefined || addressCount === undefined) throw new Error('the attempt was not counted')
-  const verdict = throttleVerdict(accountCount, addressCount, now)
-  if (!verdict.allowed) return { outcome: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds }
+export async function logIn (store: Store, hasher: PasswordHasher, devices: DeviceCookieSecret, input: LogInInput): Promise<LogInResult> {
+  return admitted(hasher, input.ip, async (passwords): Promise<LogInResult> => {
+    const now = new Date()
+    const device = verifyDeviceCookie(devices.secret, input.deviceCookie, input.email, now)
+    const address = addressSubject(input.ip)
+    const own = device === undefined ? pairSubject(input.email, input.ip) : deviceSubject(device.nonce)
+    const [addressCount, ownCount] = await store.loginAttempts.record([address, own], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
+    if (addressCount === undefined || ownCount === undefined) throw new Error('the attempt was not counted')
+    const verdict = windowVerdict([
+      { by: 'address', count: addressCount, max: LOGIN_THROTTLE.maxPerAddress },
+      device === undefined
+        ? { by: 'pair', count: ownCount, max: LOGIN_THROTTLE.maxPerPair }
+        : { by: 'device', count: ownCount, max: LOGIN_THROTTLE.maxPerDevice }
+    ], now)
+    if (!verdict.allowed) return { outcome: 'throttled', by: verdict.by, retryAfterSeconds: verdict.retryAfterSeconds }
+    const account = accountSubject(input.email)
+    if (device === undefined) {
+      const lock = await store.loginAttempts.recordUnlessLocked(account, now, {
+        forgetBefore: new Date(now.getTime() - LOGIN_THROTTLE.forgetAfterMs),
+        lockMsAfter: unknownDeviceLockMs
+      })
+      if (!lock.allowed) return { outcome: 'throttled', ...lockedVerdict(lock.lockedUntil, now) }
+    }
 
-  const credentials = await store.accounts.findCredentials(input.email)
-  // Unknown emails and accounts without a password are checked against a dummy hash: the same work, the same time.
-  const matches = await hasher.verify(input.password, credentials?.passwordHash ?? null)
-  if (!matches || credentials === undefined || credentials.passwordHash === null) return { outcome: 'refused' }
+    const credentials = await store.accounts.findCredentials(input.email)
+    // Unknown emails and accounts without a password are checked against a dummy hash: the same work, the same time.
+    const matches = await passwords.verify(input.password, credentials?.passwordHash ?? null)
+    if (!matches || credentials === undefined || credentials.passwordHash === null) return { outcome: 'refused' }
 
-  await store.loginAttempts.clear(account)
-  await store.loginAttempts.forgive(address)
-  await store.loginAttempts.deleteStaleBefore(new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
-  if (needsRehash(credentials.passwordHash)) await store.accounts.setPasswordHash(credentials.accountId, await hasher.hash(input.password))
-  return { outcome: 'ok', accountId: credentials.accountId }
+    await store.loginAttempts.clear(own)
+    // A log-in from a known browser leaves the unknown-device lock alone: it may be holding an attacker back.
+    if (device === undefined) await store.loginAttempts.clear(account)
+    await store.loginAttempts.forgive(address)
+    await store.loginAttempts.deleteStaleBefore(new Date(now.getTime() - LOGIN_THROTTLE.forgetAfterMs))
+    if (needsRehash(credentials.passwordHash)) await store.accounts.setPasswordHash(credentials.accountId, await passwords.hash(input.password))
+    return { outcome: 'ok', accountId: credentials.accountId, deviceCookie: newDeviceCookie(devices.secret, input.email, now) }
+  })
 }
 
 export type SignUpResult =
-  | { outcome: 'ok', accountId: number }
+  | { outcome: 'ok', accountId: number, deviceCookie: string }
   | { outcome: 'invalid_password', message: string }
   | { outcome: 'duplicate' }
-  | { outcome: 'throttled', retryAfterSeconds: number }
+  | Throttled
+  | Busy
 
 /** Creates an account with a password; each sign-up counts against the address, as it costs a hash. */
-export async function signUp (store: Store, hasher: PasswordHasher, input: { email: string, password: string, ip: string }): Promise<SignUpResult> {
+export async function signUp (store: Store, hasher: PasswordHasher, devices: DeviceCookieSecret, input: { email: string, password: string, ip: string }): Promise<SignUpResult> {
   const problem = passwordProblem(input.password)
   if (problem !== undefined) return { outcome: 'invalid_password', message: problem }
-  const now = new Date()
-  const [addressCount] = await store.loginAttempts.record([addressSubject(input.ip)], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
-  if (addressCount === undefined) throw new Error('the attempt was not counted')
-  const verdict = throttleVerdict({ attempts: 0, windowStartedAt: now }, addressCount, now)
-  if (!verdict.allowed) return { outcome: 'throttled', retryAfterSeconds: verdict.retryAfterSeconds }
-  if (await store.accounts.findByEmail(input.email) !== undefined) return { outcome: 'duplicate' }
-  const passwordHash = await hasher.hash(input.password)
-  try {
-    const account = await store.accounts.create({ email: input.email, name: null, passwordHash })
-    return { outcome: 'ok', accountId: account.id }
-  } catch (error) {
-    if (error instanceof DuplicateEmailError) return { outcome: 'duplicate' }
-    throw error
-  }
+  return admitted(hasher, input.ip, async (passwords): Promise<SignUpResult> => {
+    const now = new Date()
+    const [addressCount] = await store.loginAttempts.record([addressSubject(input.ip)], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
+    if (addressCount === undefined) throw new Error('the attempt was not counted')
+    const verdict = windowVerdict([{ by: 'address', count: addressCount, max: LOGIN_THROTTLE.maxPerAddress }], now)
+    if (!verdict.allowed) return { outcome: 'throttled', by: verdict.by, retryAfterSeconds: verdict.retryAfterSeconds }
+    if (await store.accounts.findByEmail(input.email) !== undefined) return { outcome: 'duplicate' }
+    const passwordHash = await passwords.hash(input.password)
+    try {
+      const account = await store.accounts.create({ email: input.email, name: null, passwordHash })
+      return { outcome: 'ok', accountId: account.id, deviceCookie: newDeviceCookie(devices.secret, input.email, now) }
+    } catch (error) {
+      if (error instanceof DuplicateEmailError) return { outcome: 'duplicate' }
+      throw error
+    }
+  })
 }

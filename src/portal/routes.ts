@@ -4,15 +4,17 @@ import { join } from 'node:path'
 import cookie from '@fastify/cookie'
 import formbody from '@fastify/formbody'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { normalizeEmail } from '../core/accounts.js'
+import { controlCharacterProblem, normalizeEmail, withoutControlCharacters } from '../core/accounts.js'
+import { isWellFormedKeyId, MAX_LIVE_KEYS } from '../core/api-keys.js'
 import { ApiError } from '../core/errors.js'
-import { AccountsError, issueApiKey, keyLabelOrFail } from '../services/accounts.js'
+import type { ThrottledBy } from '../core/login-throttle.js'
+import { AccountsError, issueApiKey, KeyChangeRateError, keyLabelOrFail, LiveKeyLimitError, revokeOwnApiKey } from '../services/accounts.js'
 import { StoreUnavailableError, type ApiKeyRow, type Store } from '../storage/store.js'
 import { CSRF_FIELD, PresessionCsrf, sessionCsrfValid } from './csrf.js'
-import { logIn, signUp } from './log-in.js'
-import { PasswordHasher, PasswordHasherBusyError } from './password.js'
-import { cookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
-import { errorPage, keysPage, logInPage, revokePage, signUpPage, type AssetUrls } from './views.js'
+import { logIn, signUp, type Busy, type Throttled } from './log-in.js'
+import { PasswordHasher } from './password.js'
+import { cookieOptions, DEVICE_COOKIE, deviceCookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
+import { errorPage, keysPage, logInPage, revokedKeysPage, revokePage, signUpPage, type AssetUrls } from './views.js'
 
 export interface PortalOptions {
   store: Store
@@ -30,8 +32,9 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'permissions-policy': 'camera=(), microphone=(), geolocation=(), payment=()'
 }
 const MAX_FORM_BYTES = 16 * 1024
-const MAX_ACTIVE_KEYS = 100
-const KEY_ID = /^key_[0-9A-Za-z]{16}$/
+/** Revoked keys shown under the live ones; the rest are a link away, a page at a time. */
+const REVOKED_ON_KEYS_PAGE = 10
+const REVOKED_PER_PAGE = 50
 const HOST = /^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/
 const FORM_EXPIRED = 'This form has expired or was not sent from this site. Please try again.'
 
@@ -40,8 +43,12 @@ interface Asset { body: Buffer, type: string }
 /** The web pages' static files: beside this module when run from source, beside the bundle once built (scripts/build.mjs). */
 export const WEB_ASSETS_DIR = join(import.meta.dirname, 'assets')
 
+type Assets = { files: Record<keyof AssetUrls, Asset & { path: string }>, urls: AssetUrls }
+let loaded: Assets | undefined
+
 /** The stylesheet, the copy-button script and the icon, read once; their URLs carry a digest of the content. */
-function loadAssets (): { files: Record<keyof AssetUrls, Asset & { path: string }>, urls: AssetUrls } {
+function loadAssets (): Assets {
+  if (loaded !== undefined) return loaded
   const read = (name: string, type: string): Asset & { path: string } => ({ path: `/assets/${name}`, body: readFileSync(join(WEB_ASSETS_DIR, name)), type })
   const files = {
     css: read('portal.css', 'text/css; charset=utf-8'),
@@ -49,7 +56,8 @@ function loadAssets (): { files: Record<keyof AssetUrls, Asset & { path: string 
     icon: read('favicon.svg', 'image/svg+xml')
   }
   const url = ({ path, body }: Asset & { path: string }): string => `/portal${path}?v=${createHash('sha256').update(body).digest('base64url').slice(0, 12)}`
-  return { files, urls: { css: url(files.css), script: url(files.script), icon: url(files.icon) } }
+  loaded = { files, urls: { css: url(files.css), script: url(files.script), icon: url(files.icon) } }
+  return loaded
 }
 
 /** A single-valued form field; repeated fields and anything but text count as absent. */
@@ -64,9 +72,58 @@ function sendPage (reply: FastifyReply, status: number, body: string): FastifyRe
   return reply.code(status).type('text/html; charset=utf-8').send(body)
 }
 
-const minutes = (seconds: number): string => {
-  const count = Math.max(1, Math.ceil(seconds / 60))
-  return `${count} minute${count === 1 ? '' : 's'}`
+/** The portal's own response headers, on every page it sends. */
+function setPageHeaders (request: FastifyRequest, reply: FastifyReply): void {
+  reply.headers(PAGE_HEADERS)
+  // Pages, and above all the one that shows a new key, must never be kept by a cache.
+  if (reply.getHeader('cache-control') === undefined) reply.header('cache-control', 'no-store')
+  if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000')
+}
+
+export function isUnderPortal (url: string): boolean {
+  return /^\/portal(\/|$|\?)/.test(url)
+}
+
+/** A status the framework gives a request it could not read, with the statusCode the portal's error page looks at. */
+function requestError (statusCode: number, message: string): FastifyError {
+  return Object.assign(new Error(message), { statusCode, code: 'PORTAL_UNREADABLE_FORM', name: 'FastifyError' }) as FastifyError
+}
+
+/**
+ * The error page for a /portal request that failed before reaching the portal's routes (a path
+ * segment beyond the router's limit): the framework's own errors are the API's, in JSON, so the
+ * application hands /portal's to this.
+ */
+export function sendPortalFrameworkError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { status, title, message } = describeError(error, request)
+  setPageHeaders(request, reply)
+  return sendPage(reply, status, errorPage({ assets: loadAssets().urls, status, title, message }))
+}
+
+/** A wait as people say it: seconds under two minutes, minutes beyond. */
+const duration = (seconds: number): string => {
+  if (seconds < 120) return `${seconds} second${seconds === 1 ? '' : 's'}`
+  const count = Math.ceil(seconds / 60)
+  return `${count} minutes`
+}
+
+const THROTTLED_BY: Readonly<Record<ThrottledBy, string>> = {
+  address: 'Too many attempts from your network.',
+  pair: 'Too many failed log-ins for this account from your network.',
+  device: 'Too many failed log-ins from this browser.',
+  account: 'Too many failed log-ins for this account from browsers it has not logged in with before. A browser you have logged in with before is not held back.'
+}
+
+/** What a log-in or sign-up refused before its password was checked says, with its Retry-After. */
+function refusalOf (result: Throttled | Busy): { message: string, retryAfterSeconds: number } {
+  const wait = `Try again in ${duration(result.retryAfterSeconds)}.`
+  if (result.outcome === 'throttled') return { message: `${THROTTLED_BY[result.by]} ${wait}`, retryAfterSeconds: result.retryAfterSeconds }
+  return {
+    message: result.reason === 'client'
+      ? `Another log-in or sign-up from your network is being checked. ${wait}`
+      : `The portal is checking many passwords right now. ${wait}`,
+    retryAfterSeconds: result.retryAfterSeconds
+  }
 }
 
 const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.')
@@ -79,20 +136,29 @@ const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.s
  */
 export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl }: PortalOptions): Promise<void> {
   await app.register(cookie)
+  // The API's JSON parser is inherited; the portal reads forms as browsers send them, and refuses anything else with 415.
+  app.removeAllContentTypeParsers()
   await app.register(formbody, { bodyLimit: MAX_FORM_BYTES })
+  app.addContentTypeParser('*', function refuseBody (request, payload, done) {
+    payload.resume()
+    done(requestError(415, `content type ${request.headers['content-type'] ?? '(none)'} is not a form`), undefined)
+  })
+  app.addHook('preParsing', async function refuseEncodedForms (request) {
+    const encoding = request.headers['content-encoding']
+    const hasBody = request.headers['content-length'] !== undefined || request.headers['transfer-encoding'] !== undefined
+    if (hasBody && encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') throw requestError(415, `content encoding ${encoding} is not read`)
+  })
 
   const policy = { publicHttps: publicBaseUrl?.startsWith('https:') === true }
   const sessions = new Sessions(store, policy)
   const presession = new PresessionCsrf(await store.setting('portal_csrf_secret', () => randomBytes(32).toString('base64url')), policy)
+  const devices = { secret: await store.setting('portal_device_secret', () => randomBytes(32).toString('base64url')) }
   const hasher = new PasswordHasher()
   const { files, urls: assets } = loadAssets()
   const hidden = { schema: { hide: true } }
 
   app.addHook('onSend', async function portalHeaders (request, reply, payload) {
-    reply.headers(PAGE_HEADERS)
-    // Pages, and above all the one that shows a new key, must never be kept by a cache.
-    if (reply.getHeader('cache-control') === undefined) reply.header('cache-control', 'no-store')
-    if (request.protocol === 'https') reply.header('strict-transport-security', 'max-age=31536000')
+    setPageHeaders(request, reply)
     return payload
   })
 
@@ -113,11 +179,12 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return session
   }
 
-  interface KeysPageExtras { created?: { key: string, row: ApiKeyRow }, error?: string, label?: string }
+  interface KeysPageExtras { created?: { key: string, row: ApiKeyRow }, error?: string, notice?: string | undefined, label?: string }
 
   async function renderKeys (request: FastifyRequest, reply: FastifyReply, session: PortalSession, status: number, extras: KeysPageExtras): Promise<FastifyReply> {
-    const keys = await store.apiKeys.listByAccount(session.account.id)
-    return sendPage(reply, status, keysPage({ assets, session, keys, apiBaseUrl: apiBaseUrl(request), ...extras }))
+    const live = await store.apiKeys.pageByAccount(session.account.id, { live: true, limit: MAX_LIVE_KEYS, offset: 0 })
+    const revoked = await store.apiKeys.pageByAccount(session.account.id, { live: false, limit: REVOKED_ON_KEYS_PAGE, offset: 0 })
+    return sendPage(reply, status, keysPage({ assets, session, live: live.rows, revoked: revoked.rows, revokedTotal: revoked.total, apiBaseUrl: apiBaseUrl(request), ...extras }))
   }
 
   for (const asset of Object.values(files)) {
@@ -142,20 +209,24 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   app.post('/login', hidden, async function submitLogIn (request, reply) {
     const emailText = (field(request, 'email') ?? '').slice(0, 320)
     const render = (status: number, error: string): FastifyReply =>
-      sendPage(reply, status, logInPage({ assets, csrfToken: presession.issue(request, reply), email: emailText, error }))
+      sendPage(reply, status, logInPage({ assets, csrfToken: presession.issue(request, reply), email: withoutControlCharacters(emailText), error }))
     if (!presession.verify(request, field(request, CSRF_FIELD))) return render(403, FORM_EXPIRED)
-    const email = normalizeEmail(emailText)
     const password = field(request, 'password') ?? ''
+    const problem = controlCharacterProblem('email', emailText) ?? controlCharacterProblem('password', password)
+    if (problem !== undefined) return render(400, problem)
+    const email = normalizeEmail(emailText)
     if (email === undefined || password === '') return render(400, 'Enter your email address and your password.')
 
-    const result = await logIn(store, hasher, { email, password, ip: request.ip })
-    if (result.outcome === 'throttled') {
-      reply.header('retry-after', String(result.retryAfterSeconds))
-      return render(429, `Too many failed log-ins for this account or from your network. Try again in ${minutes(result.retryAfterSeconds)}.`)
+    const result = await logIn(store, hasher, devices, { email, password, ip: request.ip, deviceCookie: request.cookies[DEVICE_COOKIE] })
+    if (result.outcome === 'throttled' || result.outcome === 'busy') {
+      const { message, retryAfterSeconds } = refusalOf(result)
+      reply.header('retry-after', String(retryAfterSeconds))
+      return render(429, message)
     }
     // One message for an unknown email, an account without a password and a wrong password.
     if (result.outcome === 'refused') return render(401, 'The email address or the password is not correct.')
     await sessions.start(request, reply, result.accountId)
+    reply.setCookie(DEVICE_COOKIE, result.deviceCookie, deviceCookieOptions(request, policy))
     presession.clear(request, reply)
     request.log.info({ accountId: result.accountId }, 'portal log-in')
     return reply.redirect('/portal/keys', 303)
@@ -169,23 +240,30 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   app.post('/signup', hidden, async function submitSignUp (request, reply) {
     const emailText = (field(request, 'email') ?? '').slice(0, 320)
     const render = (status: number, error: string): FastifyReply =>
-      sendPage(reply, status, signUpPage({ assets, csrfToken: presession.issue(request, reply), email: emailText, error }))
+      sendPage(reply, status, signUpPage({ assets, csrfToken: presession.issue(request, reply), email: withoutControlCharacters(emailText), error }))
     if (!presession.verify(request, field(request, CSRF_FIELD))) return render(403, FORM_EXPIRED)
+    const password = field(request, 'password') ?? ''
+    const problem = controlCharacterProblem('email', emailText) ?? controlCharacterProblem('password', password)
+    if (problem !== undefined) return render(400, problem)
     const email = normalizeEmail(emailText)
     if (email === undefined) return render(400, 'Enter a valid email address, such as you@example.com.')
 
-    const result = await signUp(store, hasher, { email, password: field(request, 'password') ?? '', ip: request.ip })
+    const result = await signUp(store, hasher, devices, { email, password, ip: request.ip })
     switch (result.outcome) {
       case 'invalid_password':
         return render(400, result.message)
       case 'throttled':
-        reply.header('retry-after', String(result.retryAfterSeconds))
-        return render(429, `Too many attempts from your network. Try again in ${minutes(result.retryAfterSeconds)}.`)
+      case 'busy': {
+        const { message, retryAfterSeconds } = refusalOf(result)
+        reply.header('retry-after', String(retryAfterSeconds))
+        return render(429, message)
+      }
       case 'duplicate':
         return render(409, 'An account with this email address already exists: log in instead. If an operator created it with the ' +
           'animal-store command, ask them to set a password for it (animal-store accounts set-password).')
       case 'ok':
         await sessions.start(request, reply, result.accountId)
+        reply.setCookie(DEVICE_COOKIE, result.deviceCookie, deviceCookieOptions(request, policy))
         presession.clear(request, reply)
         request.log.info({ accountId: result.accountId }, 'portal sign-up')
         return reply.redirect('/portal/keys', 303)
@@ -206,10 +284,20 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const session = await sessionOrRedirect(request, reply)
     if (session === undefined) return reply
     const revoked = (request.query as Record<string, unknown>).revoked
-    const keys = await store.apiKeys.listByAccount(session.account.id)
-    const key = typeof revoked === 'string' ? keys.find((candidate) => candidate.id === revoked && candidate.revokedAt !== null) : undefined
-    const notice = key === undefined ? undefined : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
-    return sendPage(reply, 200, keysPage({ assets, session, keys, apiBaseUrl: apiBaseUrl(request), notice }))
+    const key = typeof revoked === 'string' ? await ownKey(session, revoked) : undefined
+    const notice = key === undefined || key.live ? undefined : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
+    return renderKeys(request, reply, session, 200, { notice })
+  })
+
+  app.get('/keys/revoked', hidden, async function showRevokedKeys (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    const asked = (request.query as Record<string, unknown>).page
+    const page = typeof asked === 'string' && /^[1-9][0-9]{0,5}$/.test(asked) ? Number(asked) : 1
+    const revoked = await store.apiKeys.pageByAccount(session.account.id, { live: false, limit: REVOKED_PER_PAGE, offset: (page - 1) * REVOKED_PER_PAGE })
+    const pages = Math.max(1, Math.ceil(revoked.total / REVOKED_PER_PAGE))
+    if (page > pages) return reply.redirect(`/portal/keys/revoked?page=${pages}`, 303)
+    return sendPage(reply, 200, revokedKeysPage({ assets, session, keys: revoked.rows, total: revoked.total, page, pages }))
   })
 
   app.post('/keys', hidden, async function generateKey (request, reply) {
@@ -219,27 +307,31 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
       return sendPage(reply, 403, errorPage({ assets, status: 403, title: 'Form expired', message: FORM_EXPIRED, session }))
     }
     const labelText = field(request, 'label') ?? ''
-    let label: string | null
+    const shownLabel = withoutControlCharacters(labelText).slice(0, 500)
+    let created: { key: string, row: ApiKeyRow }
     try {
-      label = keyLabelOrFail(labelText)
+      created = await issueApiKey(store, session.account.id, keyLabelOrFail(labelText))
     } catch (error) {
-      if (!(error instanceof AccountsError)) throw error
-      return renderKeys(request, reply, session, 400, { error: sentence(error.message), label: labelText.slice(0, 500) })
+      if (error instanceof KeyChangeRateError) {
+        reply.header('retry-after', String(error.retryAfterSeconds))
+        return renderKeys(request, reply, session, 429, { error: sentence(error.message), label: shownLabel })
+      }
+      if (error instanceof LiveKeyLimitError) {
+        return renderKeys(request, reply, session, 400, { error: `You have ${error.limit} active keys, the most an account may have. Revoke one you no longer use first.`, label: shownLabel })
+      }
+      if (error instanceof AccountsError) return renderKeys(request, reply, session, 400, { error: sentence(error.message), label: shownLabel })
+      throw error
     }
-    const active = (await store.apiKeys.listByAccount(session.account.id)).filter((key) => key.revokedAt === null).length
-    if (active >= MAX_ACTIVE_KEYS) {
-      return renderKeys(request, reply, session, 400, { error: `You have ${active} active keys, the most an account may have. Revoke one you no longer use first.`, label: labelText })
-    }
-    const created = await issueApiKey(store, session.account.id, label)
     request.log.info({ accountId: session.account.id, keyId: created.row.id }, 'portal: API key generated')
     // 201 with the secret in the page, once; the response is marked no-store like every portal page.
     return renderKeys(request, reply, session, 201, { created })
   })
 
   /** The key if it belongs to the session's account; any other key is answered exactly like a key that does not exist. */
-  async function ownKey (session: PortalSession, keyId: string) {
-    if (!KEY_ID.test(keyId)) return undefined
-    return (await store.apiKeys.listByAccount(session.account.id)).find((key) => key.id === keyId)
+  async function ownKey (session: PortalSession, keyId: string): Promise<ApiKeyRow | undefined> {
+    if (!isWellFormedKeyId(keyId)) return undefined
+    const key = await store.apiKeys.findById(keyId)
+    return key?.accountId === session.account.id ? key : undefined
   }
 
   const noSuchKey = (reply: FastifyReply, session: PortalSession): FastifyReply =>
@@ -250,7 +342,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     if (session === undefined) return reply
     const key = await ownKey(session, request.params.keyId)
     if (key === undefined) return noSuchKey(reply, session)
-    if (key.revokedAt !== null) return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
+    if (!key.live) return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
     return sendPage(reply, 200, revokePage({ assets, session, key }))
   })
 
@@ -262,8 +354,14 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     }
     const key = await ownKey(session, request.params.keyId)
     if (key === undefined) return noSuchKey(reply, session)
-    // Moves the revocation marker: every instance drops the key within a second.
-    await store.apiKeys.revoke(key.id)
+    try {
+      // Records the key's invalidation: every instance drops it within a second.
+      await revokeOwnApiKey(store, key)
+    } catch (error) {
+      if (!(error instanceof KeyChangeRateError)) throw error
+      reply.header('retry-after', String(error.retryAfterSeconds))
+      return sendPage(reply, 429, errorPage({ assets, status: 429, title: 'Too many revocations', message: `${sentence(error.message)} An operator can revoke it at once with animal-store keys revoke ${key.id}.`, session }))
+    }
     request.log.info({ accountId: session.account.id, keyId: key.id }, 'portal: API key revoked')
     return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
   })
@@ -281,9 +379,6 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
 }
 
 function describeError (error: FastifyError | Error, request: FastifyRequest): { status: number, title: string, message: string } {
-  if (error instanceof PasswordHasherBusyError) {
-    return { status: 503, title: 'Busy', message: 'The portal is busy. Please try again in a moment.' }
-  }
   if (error instanceof StoreUnavailableError) {
     request.log.warn({ err: error.reason }, 'database unavailable')
     return { status: 503, title: 'Unavailable', message: 'The portal is briefly unavailable. Please try again in a moment.' }
@@ -295,6 +390,8 @@ function describeError (error: FastifyError | Error, request: FastifyRequest): {
   }
   const status = (error as FastifyError).statusCode
   if (status === 413) return { status, title: 'Form too large', message: 'The form sent is too large.' }
+  if (status === 415) return { status, title: 'Not a form', message: 'The portal reads forms as browsers send them (application/x-www-form-urlencoded, not compressed).' }
+  if ((error as FastifyError).code === 'FST_ERR_MAX_PARAM_LENGTH') return { status: 404, title: 'Page not found', message: 'There is no page at this address.' }
   if (status === 503) return { status, title: 'Unavailable', message: 'The service is restarting. Please try again in a moment.' }
   if (status !== undefined && status >= 400 && status < 500) return { status, title: 'Bad request', message: 'The request could not be read.' }
   request.log.error({ err: error }, 'unexpected error in the developer portal')

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { CookieSerializeOptions } from '@fastify/cookie'
 import { newCsrfToken } from '../core/csrf.js'
+import { DEVICE_COOKIE_MAX_AGE_MS } from '../core/device-cookies.js'
 import {
   extendedExpiry,
   hashSessionToken,
@@ -12,6 +13,8 @@ import {
 import type { AccountRow, Store } from '../storage/store.js'
 
 export const SESSION_COOKIE = 'portal_session'
+/** Marks a browser that has logged in to an account before (src/core/device-cookies.ts). */
+export const DEVICE_COOKIE = 'portal_device'
 export const COOKIE_PATH = '/portal'
 
 export interface PortalSession {
@@ -33,6 +36,15 @@ export interface CookiePolicy {
  */
 export function cookieOptions (request: FastifyRequest, policy: CookiePolicy): CookieSerializeOptions {
   return { path: COOKIE_PATH, httpOnly: true, sameSite: 'lax', secure: policy.publicHttps || request.protocol === 'https' }
+}
+
+/**
+ * The device cookie outlives sessions and browser restarts (OWASP: a device cookie is
+ * long-lived), with the same HttpOnly, SameSite, Path and Secure as the session's. Log-out
+ * leaves it: the browser is still one the account has used.
+ */
+export function deviceCookieOptions (request: FastifyRequest, policy: CookiePolicy): CookieSerializeOptions {
+  return { ...cookieOptions(request, policy), maxAge: DEVICE_COOKIE_MAX_AGE_MS / 1000 }
 }
 
 /** Server-side portal sessions: the cookie carries a random token, the database its digest. */

@@ -121,22 +121,39 @@ const dateTime = (date: Date): SafeHtml =>
 
 function keyRow (key: ApiKeyRow): SafeHtml {
   const name = key.label ?? key.prefix
-  return html`<tr${key.revokedAt === null ? '' : html` class="revoked"`}>
+  return html`<tr${key.live ? '' : html` class="revoked"`}>
   <td data-label="Label">${key.label ?? html`<span class="muted">no label</span>`}</td>
   <td data-label="Prefix"><code>${key.prefix}&hellip;</code></td>
   <td data-label="Created">${dateTime(key.createdAt)}</td>
   <td data-label="Last used">${key.lastUsedAt === null ? html`<span class="muted">never</span>` : dateTime(key.lastUsedAt)}</td>
-  <td data-label="Status">${key.revokedAt === null ? 'Active' : html`Revoked ${dateTime(key.revokedAt)}`}</td>
-  <td data-label="">${key.revokedAt === null
+  <td data-label="Status">${key.live ? 'Active' : key.revokedAt === null ? 'Ended' : html`Revoked ${dateTime(key.revokedAt)}`}</td>
+  <td data-label="">${key.live
     ? html`<a class="danger-link" href="/portal/keys/${key.id}/revoke" aria-label="Revoke the key ${name}">Revoke&hellip;</a>`
     : ''}</td>
 </tr>`
 }
 
+function keysTable (keys: readonly ApiKeyRow[], caption: string): SafeHtml {
+  return html`<div class="table-scroll">
+  <table class="keys">
+    <caption class="visually-hidden">${caption}</caption>
+    <thead><tr><th scope="col">Label</th><th scope="col">Prefix</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    <tbody>
+    ${keys.map(keyRow)}
+    </tbody>
+  </table>
+  </div>`
+}
+
 export interface KeysPageOptions {
   assets: AssetUrls
   session: { account: AccountRow, csrfToken: string }
-  keys: ApiKeyRow[]
+  /** Every live key of the account (at most the cap), oldest first. */
+  live: readonly ApiKeyRow[]
+  /** The most recently revoked keys… */
+  revoked: readonly ApiKeyRow[]
+  /** …of this many in all. */
+  revokedTotal: number
   /** Base URL of the API for the snippet, ending in /v1. */
   apiBaseUrl: string
   /** A key just generated: the only time its secret is shown. */
@@ -151,8 +168,7 @@ function snippet (apiBaseUrl: string, key: string | undefined): string {
     `curl -s "${apiBaseUrl}/pets?limit=5" -H "Authorization: Bearer $ANIMAL_STORE_KEY"`
 }
 
-export function keysPage ({ assets, session, keys, apiBaseUrl, created, error, notice, label }: KeysPageOptions): string {
-  const active = keys.filter((key) => key.revokedAt === null).length
+export function keysPage ({ assets, session, live, revoked, revokedTotal, apiBaseUrl, created, error, notice, label }: KeysPageOptions): string {
   return page({
     title: 'API keys',
     assets,
@@ -174,18 +190,18 @@ ${created === undefined
 </section>`}
 <section aria-labelledby="keys-heading">
   <h2 id="keys-heading">Your keys</h2>
-  ${keys.length === 0
+  ${live.length === 0 && revokedTotal === 0
     ? html`<p>You have no keys yet. Generate one below.</p>`
-    : html`<p>${active} active of ${keys.length}. Last use is recorded to the minute.</p>
-  <div class="table-scroll">
-  <table class="keys">
-    <thead><tr><th scope="col">Label</th><th scope="col">Prefix</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-    <tbody>
-    ${keys.map(keyRow)}
-    </tbody>
-  </table>
-  </div>`}
+    : html`<p>${live.length} active, ${revokedTotal} revoked. Last use is recorded to the minute.</p>
+  ${live.length === 0 ? html`<p>You have no active key. Generate one below.</p>` : keysTable(live, 'Active keys')}`}
 </section>
+${revokedTotal === 0
+  ? ''
+  : html`<section aria-labelledby="revoked-heading">
+  <h2 id="revoked-heading">Recently revoked</h2>
+  ${keysTable(revoked, 'Recently revoked keys')}
+  ${revokedTotal > revoked.length ? html`<p><a href="/portal/keys/revoked?page=1">All ${revokedTotal} revoked keys</a></p>` : ''}
+</section>`}
 <section aria-labelledby="generate-heading">
   <h2 id="generate-heading">Generate a key</h2>
   <form class="stack" method="post" action="/portal/keys">
@@ -205,6 +221,22 @@ ${created === undefined
   <p>Every operation, parameter and error is described in the <a href="/docs">API reference</a>
   (and in the OpenAPI document at <a href="/v1/openapi.json"><code>/v1/openapi.json</code></a>).</p>
 </section>`
+  })
+}
+
+export function revokedKeysPage ({ assets, session, keys, total, page: number, pages }: { assets: AssetUrls, session: { account: AccountRow, csrfToken: string }, keys: readonly ApiKeyRow[], total: number, page: number, pages: number }): string {
+  return page({
+    title: 'Revoked keys',
+    assets,
+    session,
+    main: html`<h1>Revoked keys</h1>
+<p>${total} revoked key${total === 1 ? '' : 's'}, the most recently revoked first. Page ${number} of ${pages}.</p>
+${keys.length === 0 ? '' : keysTable(keys, 'Revoked keys')}
+<nav class="pages" aria-label="Pages of revoked keys">
+  ${number > 1 ? html`<a href="/portal/keys/revoked?page=${number - 1}" rel="prev">Newer</a>` : ''}
+  ${number < pages ? html`<a href="/portal/keys/revoked?page=${number + 1}" rel="next">Older</a>` : ''}
+  <a href="/portal/keys">Back to your keys</a>
+</nav>`
   })
 }
 

@@ -12,14 +12,19 @@ export const REVOCATION_POLL_MS = 250
 const MAX_CACHED_KEYS = 50_000
 
 /**
- * Verifies presented API keys. A verified key is remembered by its hash, so a known
- * key costs one SHA-256 and a map lookup; the whole memory is dropped whenever the
- * shared revocation marker moves, which every instance polls.
+ * Verifies presented API keys. A verified key is remembered by its hash, so a known key
+ * costs one SHA-256 and a map lookup. Every instance polls the store's feed of key
+ * invalidations (revocations, numbered in commit order) and forgets exactly the keys named
+ * there; the rest stay verified. invalidate() is the one way a key leaves the memory, so
+ * anything else that ends a key (an expiry reached) can drive it too.
  */
 export class KeyVerifier {
   private readonly verified = new Map<string, VerifiedKey>()
-  private forgotten = 0
+  /** The hash each remembered key is kept under, by key id: what an invalidation names. */
+  private readonly hashOf = new Map<string, string>()
+  private dropped = 0
   private marker: number | undefined
+  private polling = false
   private readonly poller: NodeJS.Timeout
   private readonly lastUsed: LastUsedRecorder
 
@@ -28,19 +33,23 @@ export class KeyVerifier {
 
   constructor (private readonly apiKeys: ApiKeyRepository, private readonly onError: (error: unknown) => void) {
     this.lastUsed = new LastUsedRecorder(apiKeys, onError)
-    this.poller = setInterval(() => { void this.checkRevocations() }, REVOCATION_POLL_MS).unref()
+    this.poller = setInterval(() => { void this.checkInvalidations() }, REVOCATION_POLL_MS).unref()
   }
 
-  /** Moves whenever every remembered key is forgotten because one may have been revoked: a key peeked before is then to be peeked again. */
+  /**
+   * Moves whenever a key this verifier had remembered is forgotten (invalidated, or the whole
+   * memory dropped): a key peeked before may since have been revoked, and is to be peeked again.
+   * It does not move for invalidations of keys it never remembered.
+   */
   get generation (): number {
-    return this.forgotten
+    return this.dropped
   }
 
   async start (): Promise<void> {
     this.marker = await this.apiKeys.revocationMarker()
   }
 
-  /** The key when it was verified before and not revoked since; undefined means "ask verify()". */
+  /** The key when it was verified before and not invalidated since; undefined means "ask verify()". */
   cached (presented: string): VerifiedKey | undefined {
     const key = this.peek(presented)
     if (key !== undefined) this.used(key)
@@ -64,31 +73,55 @@ export class KeyVerifier {
     if (known !== undefined) return known
     this.onLookup(false)
     const hash = hashApiKey(presented)
-    const generation = this.generation
+    const marker = this.marker
     const row = await this.apiKeys.findByHash(hash)
-    if (row === undefined || row.revokedAt !== null) return undefined
+    if (row === undefined || !row.live) return undefined
     const key = { keyId: row.id, accountId: row.accountId }
-    // A revocation seen while the lookup ran may concern this very key: do not remember it.
-    if (generation === this.generation) this.remember(hash, key)
+    // Invalidations read while the lookup ran may concern this very key, which was not remembered
+    // yet for them to drop: remember it only when none came in meanwhile.
+    if (marker === this.marker) this.remember(hash, key)
     this.lastUsed.touch(key.keyId)
     return key
   }
 
-  private remember (hash: string, key: VerifiedKey): void {
-    if (this.verified.size >= MAX_CACHED_KEYS) this.verified.clear()
-    this.verified.set(hash, key)
+  /** Forgets the keys with these ids, if remembered; `undefined` forgets every key. */
+  invalidate (keyIds: Iterable<string> | undefined): void {
+    if (keyIds === undefined) {
+      if (this.verified.size > 0) this.dropped++
+      this.verified.clear()
+      this.hashOf.clear()
+      return
+    }
+    let forgotten = false
+    for (const keyId of keyIds) {
+      const hash = this.hashOf.get(keyId)
+      if (hash === undefined) continue
+      this.hashOf.delete(keyId)
+      this.verified.delete(hash)
+      forgotten = true
+    }
+    if (forgotten) this.dropped++
   }
 
-  private async checkRevocations (): Promise<void> {
+  private remember (hash: string, key: VerifiedKey): void {
+    if (this.verified.size >= MAX_CACHED_KEYS) this.invalidate(undefined)
+    this.verified.set(hash, key)
+    this.hashOf.set(key.keyId, hash)
+  }
+
+  private async checkInvalidations (): Promise<void> {
+    // A slow database must not stack polls, nor let an older answer move the marker back.
+    if (this.marker === undefined || this.polling) return
+    this.polling = true
     try {
-      const marker = await this.apiKeys.revocationMarker()
-      if (marker !== this.marker) {
-        this.forgotten++
-        this.verified.clear()
-        this.marker = marker
-      }
+      const { marker, keyIds } = await this.apiKeys.invalidationsSince(this.marker)
+      if (marker === this.marker) return
+      this.invalidate(keyIds)
+      this.marker = marker
     } catch (error) {
       this.onError(error)
+    } finally {
+      this.polling = false
     }
   }
 

@@ -71,19 +71,67 @@ export interface ApiKeyRow {
   createdAt: Date
   lastUsedAt: Date | null
   revokedAt: Date | null
+  /**
+   * Whether the key works, as the database judged it when the row was read (src/storage/live-keys.ts
+   * holds the one definition): what the cap on keys counts and what the verifier accepts.
+   */
+  live: boolean
 }
 
 export type RevokeResult = 'revoked' | 'already_revoked' | 'unknown'
 
+/** The account already has as many live keys as it may; nothing was created. */
+export class KeyLimitError extends Error {
+  constructor (readonly limit: number) {
+    super(`the account has ${limit} live keys, the most it may have`)
+  }
+}
+
+/** Keys whose verification may no longer hold, in the order they changed. */
+export interface KeyInvalidations {
+  /** The position of the latest change: ask again from here. */
+  marker: number
+  /**
+   * Ids of the keys changed after the marker asked from, up to `marker`; undefined when some of
+   * those changes are no longer kept (or the marker went backwards, as after a restore): then
+   * nothing verified before can be trusted.
+   */
+  keyIds: string[] | undefined
+}
+
+/** How long invalidations are kept: an instance that has not read them for longer forgets every key it verified. */
+export const KEY_INVALIDATIONS_KEPT_MS = 60 * 60_000
+
+export interface ApiKeyPage {
+  rows: ApiKeyRow[]
+  /** How many keys of that kind the account has in all. */
+  total: number
+}
+
 export interface ApiKeyRepository {
-  create (key: { id: string, accountId: number, label: string | null, prefix: string, hash: string }): Promise<ApiKeyRow>
+  /**
+   * Creates the key unless the account already has `maxLive` live keys (KeyLimitError). The count
+   * and the insert are one transaction that holds the account's row (PostgreSQL) or the write lock
+   * (SQLite), so concurrent creations on any instance cannot overshoot the cap.
+   */
+  create (key: { id: string, accountId: number, label: string | null, prefix: string, hash: string }, limits: { maxLive: number }): Promise<ApiKeyRow>
   /** The key with that SHA-256 digest, revoked or not; undefined when none. */
   findByHash (hash: string): Promise<ApiKeyRow | undefined>
+  /** The key with that id, revoked or not; undefined when none. */
+  findById (id: string): Promise<ApiKeyRow | undefined>
+  /** Every key of the account, oldest first. */
   listByAccount (accountId: number): Promise<ApiKeyRow[]>
-  /** Marks the key revoked and advances the revocation marker in one transaction. */
+  /** A page of the account's live keys (oldest first) or of its other keys (most recently revoked first). */
+  pageByAccount (accountId: number, query: { live: boolean, limit: number, offset: number }): Promise<ApiKeyPage>
+  /**
+   * Marks the key revoked and records its invalidation with the next sequence number, in one
+   * transaction; invalidations older than KEY_INVALIDATIONS_KEPT_MS are purged on the way.
+   */
   revoke (id: string): Promise<RevokeResult>
-  /** A number that changes whenever any key is revoked; instances poll it. */
+  /** The sequence number of the latest invalidation; instances start reading invalidations from it. */
   revocationMarker (): Promise<number>
+  /** The keys invalidated after `marker` (see KeyInvalidations); instances poll it. */
+  invalidationsSince (marker: number): Promise<KeyInvalidations>
   /** Writes last-used times, never moving one backwards. */
   recordLastUsed (uses: ReadonlyArray<{ id: string, at: Date }>): Promise<void>
 }
@@ -117,19 +165,39 @@ export interface LoginAttemptCount {
   windowStartedAt: Date
 }
 
-/** Log-in attempts per subject in fixed windows, shared by every instance. */
+export interface AttemptLockPolicy {
+  /** A subject whose last counted attempt is older than this counts from zero again. */
+  forgetBefore: Date
+  /** How long counting a subject's nth attempt (1-based) locks it, in milliseconds; 0 for not at all. */
+  lockMsAfter: (attempts: number) => number
+}
+
+export type LockedAttempt =
+  | { allowed: true, attempts: number }
+  | { allowed: false, lockedUntil: Date }
+
+/**
+ * Attempts per subject (log-ins, key changes), shared by every instance. Subjects name what they
+ * count by a prefix (`address:`, `account:`, …); the two kinds of count below use distinct subjects.
+ */
 export interface LoginAttemptRepository {
   /**
-   * Counts one attempt against each subject atomically, so concurrent attempts on any
-   * instance each get their own count. A subject whose window started before windowStart
-   * starts a new window at now. Returns the counts in the order of the subjects.
+   * Counts one attempt against each subject atomically, so concurrent attempts on any instance
+   * each get their own count, in fixed windows: a subject whose window started before
+   * windowStart starts a new window at now. Returns the counts in the order of the subjects.
    */
   record (subjects: readonly string[], now: Date, windowStart: Date): Promise<LoginAttemptCount[]>
+  /**
+   * Counts one attempt against the subject unless it is locked at `now`: counting the nth attempt
+   * locks it until now + policy.lockMsAfter(n). Atomic across instances; a refused attempt changes
+   * nothing, so refusals never lengthen a lock.
+   */
+  recordUnlessLocked (subject: string, now: Date, policy: AttemptLockPolicy): Promise<LockedAttempt>
   /** Gives one attempt back (never below zero). */
   forgive (subject: string): Promise<void>
-  /** Forgets every attempt of the subject. */
+  /** Forgets every attempt of the subject, and its lock. */
   clear (subject: string): Promise<void>
-  /** Deletes subjects whose window started before the date; returns how many. */
+  /** Deletes subjects whose window started (or, for locks, whose last attempt came) before the date; returns how many. */
   deleteStaleBefore (windowStart: Date): Promise<number>
 }
 

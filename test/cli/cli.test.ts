@@ -1,10 +1,14 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { generateApiKey, MAX_LIVE_KEYS, newKeyId } from '../../src/core/api-keys.js'
+import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../helpers/build-app.js'
 import { launchServer } from '../helpers/server-process.js'
-import { cliEnv, runCli, type CliResult } from '../helpers/spawn-cli.js'
+import { CLI_PATH, cliEnv, runCli, type CliResult } from '../helpers/spawn-cli.js'
 
 const KEY_PATTERN = /^ask_[0-9A-Za-z]{38}$/
 const STACK_FRAME = /\n\s+at /
@@ -190,6 +194,46 @@ describe('animal-store CLI', () => {
       const { env } = newEnv(t)
       await ok(['migrate'], env)
       await fails(['keys', 'revoke', 'key_doesnotexist00'], env, /no key has the id key_doesnotexist00/)
+    })
+
+    test('refuses control characters in an email, a name, a label or a password with exit 1 naming the field, and stores nothing', { timeout: 60_000 }, async (t) => {
+      const { env, dbPath } = newEnv(t)
+      await fails(['accounts', 'create', '--email', 'a\u0001b@example.com'], env, /^error: The email address must not contain control characters \(it contains U\+0001\)\.$/m)
+      await fails(['accounts', 'create', '--email', 'ops@example.com', '--name', 'Ops\tTeam'], env, /^error: The name must not contain control characters \(it contains U\+0009\)\.$/m)
+      await ok(['accounts', 'create', '--email', 'ops@example.com'], env)
+      await fails(['keys', 'create', '--email', 'ops@example.com', '--label', 'line\nbreak'], env, /^error: The label must not contain control characters \(it contains U\+000A\)\.$/m)
+      await fails(['keys', 'list', '--email', 'ops@example.com\u007f'], env, /^error: The email address must not contain control characters \(it contains U\+007F\)\.$/m)
+      const child = spawn(process.execPath, [CLI_PATH, 'accounts', 'set-password', '--email', 'ops@example.com'], { env, stdio: ['pipe', 'pipe', 'pipe'] })
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+      child.stdout.resume()
+      child.stdin.end('a long pass\u0000phrase here\n')
+      const [code] = await once(child, 'close') as [number | null]
+      assert.equal(code, 1, stderr)
+      assert.match(stderr, /^error: The password must not contain control characters \(it contains U\+0000\)\.$/m)
+      assert.deepEqual(await listKeys(env, 'ops@example.com'), [])
+      const store = openSqliteStore(dbPath)
+      t.after(() => store.close())
+      assert.equal((await store.accounts.findCredentials('ops@example.com'))?.passwordHash, null)
+    })
+
+    test(`keys create refuses a key beyond ${MAX_LIVE_KEYS} live ones with exit 1; a revocation makes room`, { timeout: 60_000 }, async (t) => {
+      const { env, dbPath } = newEnv(t)
+      await ok(['accounts', 'create', '--email', 'full@example.com'], env)
+      const store = openSqliteStore(dbPath)
+      t.after(() => store.close())
+      await store.migrate()
+      const account = await store.accounts.findByEmail('full@example.com')
+      assert.ok(account)
+      for (let index = 0; index < MAX_LIVE_KEYS; index++) {
+        const generated = generateApiKey()
+        await store.apiKeys.create({ id: newKeyId(), accountId: account.id, label: null, prefix: generated.prefix, hash: generated.hash }, { maxLive: MAX_LIVE_KEYS })
+      }
+      const refused = await fails(['keys', 'create', '--email', 'full@example.com'], env, /^error: the account has 100 live keys, the most an account may have; revoke one it no longer uses first$/m)
+      assert.doesNotMatch(refused.stdout, /ask_/)
+      const [first] = await listKeys(env, 'full@example.com')
+      await ok(['keys', 'revoke', first?.id ?? ''], env)
+      await createKey(env, 'full@example.com')
     })
   })
 

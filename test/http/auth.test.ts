@@ -1,8 +1,14 @@
+import type { AddressInfo } from 'node:net'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { pino } from 'pino'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
 import { generateApiKey } from '../../src/core/api-keys.js'
-import { createApiKey } from '../../src/services/accounts.js'
-import { buildTestApp } from '../helpers/build-app.js'
+import { createAccount, createApiKey } from '../../src/services/accounts.js'
+import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
+import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
+import { buildTestApp, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 const CHALLENGE = 'Bearer realm="animal-store"'
@@ -180,6 +186,49 @@ describe('authentication', () => {
       }
       assert.ok(refusedAfter !== undefined && refusedAfter < 1000, `the revoked key was still accepted 1000 ms after the revocation (last status ${last?.status})`)
       await assertUnauthorized(last as Response, INVALID_TOKEN_CHALLENGE)
+    })
+
+    test('a revocation reaches another instance within 1 second, which forgets that key alone: the keys it verified before stay cached', { timeout: 30_000 }, async (t) => {
+      const first = await startServer(t)
+      // A second instance with a store of its own on the same database, as a second process has.
+      const secondStore = TEST_ENGINE === 'postgres'
+        ? openPostgresStore(first.databaseUrl, { poolSize: 2, onError: () => {} })
+        : openSqliteStore(first.dbPath)
+      t.after(() => secondStore.close())
+      let lookups = 0
+      const counted = { ...secondStore, apiKeys: { ...secondStore.apiKeys, findByHash: async (hash: string) => { lookups++; return await secondStore.apiKeys.findByHash(hash) } } }
+      const second = await buildApp({ config: loadConfig(TEST_DEFAULTS), store: counted, logger: pino({ level: 'silent' }) })
+      t.after(() => second.close())
+      await second.listen({ host: '127.0.0.1', port: 0 })
+      const secondUrl = `http://127.0.0.1:${(second.server.address() as AddressInfo).port}`
+
+      await createAccount(first.store, { email: 'churn@example.com' })
+      const kept = await createApiKey(first.store, { email: 'test@example.com', label: 'kept' })
+      const doomed = await createApiKey(first.store, { email: 'test@example.com', label: 'doomed' })
+      const get = async (key: string): Promise<number> => (await fetch(`${secondUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } })).status
+      assert.equal(await get(kept.key), 200)
+      assert.equal(await get(doomed.key), 200)
+      assert.equal(lookups, 2, 'each key was looked up once')
+      assert.equal(await get(kept.key), 200)
+      assert.equal(lookups, 2, 'and then served from the cache')
+
+      // Keys of another account come and go meanwhile: each revocation moves the shared marker.
+      for (let i = 0; i < 3; i++) {
+        const other = await createApiKey(first.store, { email: 'churn@example.com' })
+        assert.equal(await first.store.apiKeys.revoke(other.row.id), 'revoked')
+      }
+      assert.equal(await first.store.apiKeys.revoke(doomed.row.id), 'revoked')
+      const revokedAt = performance.now()
+      let status = 200
+      while (status === 200 && performance.now() - revokedAt < 2000) {
+        status = await get(doomed.key)
+        if (status === 200) await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      assert.equal(status, 401, 'the revoked key is refused by the other instance')
+      assert.ok(performance.now() - revokedAt < 1000, `refused after ${Math.round(performance.now() - revokedAt)} ms`)
+      const before = lookups
+      for (let i = 0; i < 5; i++) assert.equal(await get(kept.key), 200)
+      assert.equal(lookups, before, 'the key that was not revoked is still answered from the cache')
     })
 
     test('writes the last-used time of a key when the app closes', async (t) => {

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { Writable } from 'node:stream'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
@@ -8,12 +9,14 @@ import type { FastifyInstance } from 'fastify'
 import { pino } from 'pino'
 import { buildApp, loggerOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { accountSubject, addressSubject, LOGIN_THROTTLE } from '../../src/core/login-throttle.js'
+import { accountSubject, addressSubject, deviceSubject, LOGIN_THROTTLE, pairSubject, unknownDeviceLockMs } from '../../src/core/login-throttle.js'
+import { generateApiKey, KEY_CHANGE_LIMIT, keyChangeSubject, MAX_LIVE_KEYS, newKeyId } from '../../src/core/api-keys.js'
 import { hashSessionToken } from '../../src/core/sessions.js'
 import { createAccount } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
 import { buildTestApp, openTestStore, TEST_DEFAULTS } from '../helpers/build-app.js'
 import { csrfTokenOf, messageOf, PortalClient } from '../helpers/portal-client.js'
+import { startServer } from '../helpers/start-server.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
 
 const PASSWORD = 'correct horse battery staple'
@@ -256,7 +259,7 @@ describe('developer portal: CSRF', () => {
       const cookieless = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ _csrf: token, email, password: PASSWORD }).toString() })
       assert.equal(cookieless.statusCode, 403, `${path} without the pre-session cookie`)
       const asJson = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/json', cookie: `portal_presession=${browser.cookies.get('portal_presession') ?? ''}` }, payload: JSON.stringify({ _csrf: token, email, password: PASSWORD }) })
-      assert.equal(asJson.statusCode, 403, `${path} with a JSON body`)
+      assert.equal(asJson.statusCode, 415, `${path} with a JSON body: not read, whatever it holds`)
       assert.equal((await browser.post(path, { _csrf: token, email, password: PASSWORD })).statusCode, 303, `${path} with its token`)
     }
     assert.equal((await store.accounts.findByEmail('eve@example.com'))?.email, 'eve@example.com')
@@ -403,33 +406,217 @@ describe('developer portal: keys', () => {
     assert.ok(response.body.includes('&lt;img src=x onerror=&quot;alert(1)&quot;&gt;'))
     assertNoInlineCode(response.body, 'the keys page with a hostile label')
   })
+
+  test('the cap of 100 live keys holds under concurrent generations from one session', { timeout: 60_000 }, async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('cap@example.com', PASSWORD)
+    const account = await store.accounts.findByEmail('cap@example.com')
+    assert.ok(account)
+    for (let index = 0; index < MAX_LIVE_KEYS - 20; index++) {
+      const generated = generateApiKey()
+      await store.apiKeys.create({ id: newKeyId(), accountId: account.id, label: null, prefix: generated.prefix, hash: generated.hash }, { maxLive: MAX_LIVE_KEYS })
+    }
+    const page = await browser.get('/portal/keys')
+    const token = csrfTokenOf(page.body.slice(page.body.indexOf('action="/portal/keys"')))
+    const answers = await Promise.all(Array.from({ length: KEY_CHANGE_LIMIT.maxPerWindow }, async (_, index) => await browser.post('/portal/keys', { _csrf: token, label: `burst ${index}` })))
+    const statuses = answers.map((answer) => answer.statusCode)
+    assert.equal(statuses.filter((status) => status === 201).length, 20, statuses.join(' '))
+    assert.equal(statuses.filter((status) => status === 400).length, KEY_CHANGE_LIMIT.maxPerWindow - 20, statuses.join(' '))
+    const refused = answers.find((answer) => answer.statusCode === 400)
+    assert.equal(messageOf(refused?.body ?? ''), `You have ${MAX_LIVE_KEYS} active keys, the most an account may have. Revoke one you no longer use first.`)
+    assert.equal((await store.apiKeys.pageByAccount(account.id, { live: true, limit: 1, offset: 0 })).total, MAX_LIVE_KEYS)
+  })
+
+  test(`an account may generate ${KEY_CHANGE_LIMIT.maxPerWindow} keys and revoke ${KEY_CHANGE_LIMIT.maxPerWindow} per hour, in the portal and with the CLI`, { timeout: 60_000 }, async (t) => {
+    const { app, store, databaseUrl } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('rate@example.com', PASSWORD)
+    const account = await store.accounts.findByEmail('rate@example.com')
+    assert.ok(account)
+    const { key } = await browser.generateKey('kept')
+    const [row] = await store.apiKeys.listByAccount(account.id)
+    assert.ok(row)
+    const now = new Date()
+    const spend = async (change: 'generation' | 'revocation', count: number): Promise<void> => {
+      for (let i = 0; i < count; i++) await store.loginAttempts.record([keyChangeSubject(change, account.id)], now, new Date(now.getTime() - KEY_CHANGE_LIMIT.windowMs))
+    }
+    await spend('generation', KEY_CHANGE_LIMIT.maxPerWindow - 2)
+    assert.equal((await browser.generateKey('last one')).response.statusCode, 201)
+    const refused = await browser.submit('/portal/keys', '/portal/keys', { label: 'one too many' })
+    assert.equal(refused.statusCode, 429, refused.body)
+    assert.match(String(refused.headers['retry-after']), /^\d+$/)
+    assert.match(messageOf(refused.body), /^The account has made 30 key generations in the last hour, the most allowed; try again in \d+ minutes?\.$/)
+    assert.match(refused.body, /value="one too many"/, 'the form keeps the label')
+    const env = { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl }
+    const cli = await runCli(['keys', 'create', '--email', 'rate@example.com'], env)
+    assert.equal(cli.code, 1)
+    assert.match(cli.stderr, /^error: the account has made 30 key generations in the last hour/)
+
+    await spend('revocation', KEY_CHANGE_LIMIT.maxPerWindow)
+    const confirm = await browser.get(`/portal/keys/${row.id}/revoke`)
+    const revoke = await browser.post(`/portal/keys/${row.id}/revoke`, { _csrf: csrfTokenOf(confirm.body) })
+    assert.equal(revoke.statusCode, 429, revoke.body)
+    assert.match(messageOf(revoke.body), /key revocations in the last hour.*animal-store keys revoke key_/)
+    assert.equal(await apiStatus(app, key), 200, 'not revoked')
+    const operator = await runCli(['keys', 'revoke', row.id], env)
+    assert.equal(operator.code, 0, `an operator's revocation is never held back: ${operator.stderr}`)
+  })
+
+  test('the keys page lists every live key and the 10 most recently revoked; older revoked keys are paged', { timeout: 60_000 }, async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('pages@example.com', PASSWORD)
+    const account = await store.accounts.findByEmail('pages@example.com')
+    assert.ok(account)
+    const ids: string[] = []
+    for (let index = 0; index < 301; index++) {
+      const generated = generateApiKey()
+      ids.push((await store.apiKeys.create({ id: newKeyId(), accountId: account.id, label: `key ${index}`, prefix: generated.prefix, hash: generated.hash }, { maxLive: MAX_LIVE_KEYS })).id)
+      if (index >= 279 && index < 290) {
+        // Revocations are ordered by their time, to the millisecond: those the page must tell apart get one each.
+        const before = Date.now()
+        while (Date.now() === before) await new Promise((resolve) => setImmediate(resolve))
+      }
+      if (index < 290) assert.equal(await store.apiKeys.revoke(ids[index] ?? ''), 'revoked')
+    }
+    const keys = await browser.get('/portal/keys')
+    assert.equal(keys.statusCode, 200)
+    assert.ok(keys.body.length < 32_000, `the keys page is ${keys.body.length} bytes`)
+    assert.match(keys.body, /11 active, 290 revoked\./)
+    assert.equal((keys.body.match(/<tr class="revoked">/g) ?? []).length, 10)
+    assert.ok(keys.body.includes('>key 289<'), 'the latest revoked key is shown')
+    assert.equal(keys.body.includes('>key 279<'), false)
+    assert.match(keys.body, /<a href="\/portal\/keys\/revoked\?page=1">All 290 revoked keys<\/a>/)
+
+    const first = await browser.get('/portal/keys/revoked?page=1')
+    assert.equal(first.statusCode, 200)
+    assert.equal((first.body.match(/<tr class="revoked">/g) ?? []).length, 50)
+    assert.match(first.body, /href="\/portal\/keys\/revoked\?page=2" rel="next"/)
+    const last = await browser.get('/portal/keys/revoked?page=6')
+    assert.equal((last.body.match(/<tr class="revoked">/g) ?? []).length, 40)
+    assert.ok(last.body.includes('>key 0<'), 'the first key revoked is on the last page')
+    assert.doesNotMatch(last.body, /rel="next"/)
+    assert.equal((await browser.get('/portal/keys/revoked?page=7')).headers.location, '/portal/keys/revoked?page=6')
+    assert.equal((await browser.get('/portal/keys/revoked?page=abc')).statusCode, 200)
+    assert.equal((await new PortalClient(app).get('/portal/keys/revoked')).statusCode, 303, 'only for a session')
+  })
+})
+
+describe('developer portal: control characters', () => {
+  const NUL = '\u0000'
+
+  test('an email or password with a control character gets 400 naming the field on sign-up and log-in, and nothing is stored', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await new PortalClient(app).signUp('pat@example.com', PASSWORD)
+    const cases: Array<[string, Record<string, string>, RegExp]> = [
+      ['/portal/signup', { email: `a${NUL}b@x.io`, password: PASSWORD }, /^The email address must not contain control characters \(it contains U\+0000\)\.$/],
+      ['/portal/signup', { email: 'new@example.com', password: `${PASSWORD}\u0007` }, /^The password must not contain control characters \(it contains U\+0007\)\.$/],
+      ['/portal/login', { email: `a${NUL}b@x.io`, password: PASSWORD }, /^The email address must not contain control characters \(it contains U\+0000\)\.$/],
+      ['/portal/login', { email: `pat@example.com${NUL}`, password: PASSWORD }, /^The email address must not/],
+      ['/portal/login', { email: 'pat@example.com', password: `${NUL}${PASSWORD}` }, /^The password must not contain control characters \(it contains U\+0000\)\.$/],
+      ['/portal/login', { email: 'pat@example.com', password: `${PASSWORD}\u007f` }, /^The password must not contain control characters \(it contains U\+007F\)\.$/]
+    ]
+    for (const [path, fields, message] of cases) {
+      const response = await new PortalClient(app).submit(path, path, fields)
+      assert.equal(response.statusCode, 400, `${path} ${JSON.stringify(fields)}: ${response.body}`)
+      assert.match(String(response.headers['content-type']), /^text\/html/)
+      assert.match(messageOf(response.body), message, JSON.stringify(fields))
+      assert.equal(response.body.includes(NUL), false, 'what was typed is shown back without its control characters')
+    }
+    assert.equal(await store.accounts.findByEmail('new@example.com'), undefined)
+  })
+
+  test('a key label with a control character gets 400 naming the label, and no key', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('quinn@example.com', PASSWORD)
+    for (const label of [`lap${NUL}top`, 'tab\there', 'line\nbreak', 'del\u007f']) {
+      const response = await browser.submit('/portal/keys', '/portal/keys', { label })
+      assert.equal(response.statusCode, 400, response.body)
+      assert.match(messageOf(response.body), /^The label must not contain control characters \(it contains U\+00[0-7][0-9A-F]\)\.$/)
+    }
+    assert.deepEqual(await store.apiKeys.listByAccount((await store.accounts.findByEmail('quinn@example.com'))?.id ?? 0), [])
+  })
 })
 
 describe('developer portal: throttling', () => {
-  test(`after ${LOGIN_THROTTLE.maxPerAccount} failed log-ins an account is refused with 429 and Retry-After, even with the right password, on every instance`, { timeout: 60_000 }, async (t) => {
+  /** A browser that signed up (and so holds a device cookie for the email), without its session: as after a log-out. */
+  async function knownBrowser (app: FastifyInstance, email: string, address: string): Promise<PortalClient> {
+    const browser = new PortalClient(app, address)
+    const signedUp = await browser.signUp(email, PASSWORD)
+    assert.equal(signedUp.statusCode, 303, signedUp.body)
+    assert.ok(browser.cookies.has('portal_device'), 'signing up marks the browser as known')
+    browser.cookies.delete('portal_session')
+    return browser
+  }
+
+  test(`after ${LOGIN_THROTTLE.freeFailures} failed log-ins from other browsers, an email is locked for unknown browsers only, on every instance; a browser it logged in with still logs in`, { timeout: 60_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
     const other = await secondInstance(t, store)
-    await new PortalClient(app).signUp('judy@example.com', PASSWORD)
-    for (let attempt = 1; attempt <= LOGIN_THROTTLE.maxPerAccount; attempt++) {
+    const victim = await knownBrowser(app, 'judy@example.com', '203.0.113.1')
+    for (let attempt = 1; attempt <= LOGIN_THROTTLE.freeFailures; attempt++) {
       const instance = attempt % 2 === 0 ? app : other
       const response = await new PortalClient(instance, `192.0.2.${attempt}`).logIn('judy@example.com', `wrong password ${attempt}`)
       assert.equal(response.statusCode, 401, `attempt ${attempt}: ${response.body}`)
     }
-    const throttled = await new PortalClient(other, '198.51.100.7').logIn('judy@example.com', PASSWORD)
-    assert.equal(throttled.statusCode, 429, throttled.body)
-    assert.match(String(throttled.headers['retry-after']), /^\d+$/)
-    assert.ok(Number(throttled.headers['retry-after']) <= LOGIN_THROTTLE.windowMs / 1000)
-    assert.match(messageOf(throttled.body), /Too many failed log-ins for this account or from your network\. Try again in \d+ minutes?\./)
+    const attacker = await new PortalClient(other, '198.51.100.7').logIn('judy@example.com', PASSWORD)
+    assert.equal(attacker.statusCode, 429, 'an unknown browser is refused, even with the right password')
+    assert.ok(Number(attacker.headers['retry-after']) >= 1 && Number(attacker.headers['retry-after']) <= LOGIN_THROTTLE.firstLockMs / 1000, String(attacker.headers['retry-after']))
+    assert.match(messageOf(attacker.body), /^Too many failed log-ins for this account from browsers it has not logged in with before\. .* Try again in \d+ seconds?\.$/)
 
-    // An unknown email is throttled the same way, so the throttle tells nothing about which emails exist.
-    const now = new Date()
-    for (let i = 0; i < LOGIN_THROTTLE.maxPerAccount; i++) await store.loginAttempts.record([accountSubject('nobody@example.com')], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
-    const unknown = await new PortalClient(app, '198.51.100.8').logIn('nobody@example.com', PASSWORD)
+    for (const instance of [app, other]) {
+      const known = new PortalClient(instance, '203.0.113.1')
+      for (const [name, value] of victim.cookies) if (name === 'portal_device') known.cookies.set(name, value)
+      const response = await known.logIn('judy@example.com', PASSWORD)
+      assert.equal(response.statusCode, 303, `the victim's own browser logs in during the attack: ${response.body}`)
+    }
+    const stillLocked = await new PortalClient(app, '198.51.100.8').logIn('judy@example.com', PASSWORD)
+    assert.equal(stillLocked.statusCode, 429, "the victim's log-in does not lift the lock for the attacker")
+
+    // An unknown email is locked the same way, so the lock tells nothing about which emails exist.
+    for (let i = 0; i < LOGIN_THROTTLE.freeFailures; i++) await store.loginAttempts.recordUnlessLocked(accountSubject('nobody@example.com'), new Date(), { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs })
+    const unknown = await new PortalClient(app, '198.51.100.9').logIn('nobody@example.com', PASSWORD)
     assert.equal(unknown.statusCode, 429)
-    assert.match(messageOf(unknown.body), /^Too many failed log-ins for this account or from your network\. Try again in \d+ minutes?\.$/)
+    assert.equal(messageOf(unknown.body).replace(/\d+ seconds?/, 'N'), messageOf(attacker.body).replace(/\d+ seconds?/, 'N'))
 
     const someoneElse = await new PortalClient(app, '198.51.100.7').signUp('kim@example.com', PASSWORD)
     assert.equal(someoneElse.statusCode, 303, 'other accounts are not affected')
+  })
+
+  test('the lock on an email for unknown browsers grows with every attempt it lets through, up to its cap', { timeout: 60_000 }, async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await knownBrowser(app, 'ivan@example.com', '203.0.113.1')
+    // The free attempts and a few more, each made once the lock it caused had passed.
+    const policy = { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs }
+    const extra = 5
+    let at = Date.now() - 2 * LOGIN_THROTTLE.maxLockMs * (LOGIN_THROTTLE.freeFailures + extra)
+    for (let attempt = 1; attempt < LOGIN_THROTTLE.freeFailures + extra; attempt++) {
+      const result = await store.loginAttempts.recordUnlessLocked(accountSubject('ivan@example.com'), new Date(at), policy)
+      assert.equal(result.allowed, true)
+      at += unknownDeviceLockMs(attempt) + 1
+    }
+    const waits: number[] = []
+    for (const address of ['192.0.2.1', '192.0.2.2']) {
+      const response = await new PortalClient(app, address).logIn('ivan@example.com', 'a wrong password')
+      if (response.statusCode === 429) waits.push(Number(response.headers['retry-after']))
+      else assert.equal(response.statusCode, 401, response.body)
+    }
+    const lock = unknownDeviceLockMs(LOGIN_THROTTLE.freeFailures + extra) / 1000
+    assert.equal(waits.length, 1, 'the attempt after the wait goes through; the next is locked out')
+    assert.ok((waits[0] ?? 0) > lock - 60 && (waits[0] ?? 0) <= lock, `Retry-After ${waits[0]} for a lock of ${lock} s`)
+    assert.ok(lock > LOGIN_THROTTLE.firstLockMs / 1000 && lock <= LOGIN_THROTTLE.maxLockMs / 1000)
+  })
+
+  test(`one network is held to ${LOGIN_THROTTLE.maxPerPair} attempts at one email, without locking that email for other networks`, async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await knownBrowser(app, 'leo@example.com', '203.0.113.9')
+    const now = new Date()
+    for (let i = 0; i < LOGIN_THROTTLE.maxPerPair; i++) await store.loginAttempts.record([pairSubject('leo@example.com', '203.0.113.5')], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
+    const held = await new PortalClient(app, '203.0.113.5').logIn('leo@example.com', PASSWORD)
+    assert.equal(held.statusCode, 429, held.body)
+    assert.match(messageOf(held.body), /^Too many failed log-ins for this account from your network\. Try again in \d+ minutes\.$/)
+    assert.equal((await new PortalClient(app, '198.51.100.1').logIn('leo@example.com', PASSWORD)).statusCode, 303, 'another network is not held')
   })
 
   test(`after ${LOGIN_THROTTLE.maxPerAddress} attempts from one address, log-ins and sign-ups from it are refused, other addresses are not`, async (t) => {
@@ -446,6 +633,76 @@ describe('developer portal: throttling', () => {
     assert.equal(signUp.statusCode, 429, signUp.body)
     assert.match(messageOf(signUp.body), /Too many attempts from your network/)
     assert.equal((await new PortalClient(app, '203.0.113.9').logIn('leo@example.com', PASSWORD)).statusCode, 303)
+  })
+
+  test('the device cookie: long-lived, HttpOnly, Path=/portal, Secure over HTTPS, valid for its own email only, and its browser throttled on its own', { timeout: 60_000 }, async (t) => {
+    const { app, store } = await buildTestApp(t, { TRUST_PROXY: '127.0.0.1' })
+    const browser = new PortalClient(app, '127.0.0.1')
+    const signedUp = await browser.signUp('nora@example.com', PASSWORD)
+    const deviceLine = [signedUp.headers['set-cookie']].flat().find((line) => String(line).startsWith('portal_device='))
+    assert.match(String(deviceLine), /^portal_device=v1\.\d+\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}; Max-Age=31536000; Path=\/portal; HttpOnly; SameSite=Lax$/)
+    assert.equal(String(deviceLine).includes('nora'), false, 'the email is not in the cookie')
+    const https = new PortalClient(app)
+    const page = await https.get('/portal/login', { 'x-forwarded-proto': 'https' })
+    const secure = await https.post('/portal/login', { _csrf: csrfTokenOf(page.body), email: 'nora@example.com', password: PASSWORD }, { 'x-forwarded-proto': 'https' })
+    assert.match(String([secure.headers['set-cookie']].flat().find((line) => String(line).startsWith('portal_device='))), /; Secure/)
+
+    // Nora's cookie does nothing for another email, and a tampered one does nothing for hers.
+    await new PortalClient(app, '203.0.113.2').signUp('omar@example.com', PASSWORD)
+    const cookie = browser.cookies.get('portal_device') ?? ''
+    for (let i = 0; i < LOGIN_THROTTLE.freeFailures; i++) {
+      await store.loginAttempts.recordUnlessLocked(accountSubject('omar@example.com'), new Date(), { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs })
+      await store.loginAttempts.recordUnlessLocked(accountSubject('nora@example.com'), new Date(), { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs })
+    }
+    const withCookie = (value: string): PortalClient => {
+      const client = new PortalClient(app, '203.0.113.3')
+      client.cookies.set('portal_device', value)
+      return client
+    }
+    assert.equal((await withCookie(cookie).logIn('omar@example.com', PASSWORD)).statusCode, 429, "another email's lock holds")
+    assert.equal((await withCookie(`${cookie.slice(0, -2)}AA`).logIn('nora@example.com', PASSWORD)).statusCode, 429, 'a tampered cookie is no device cookie')
+    assert.equal((await withCookie(cookie).logIn('nora@example.com', PASSWORD)).statusCode, 303, 'her own browser is let in')
+
+    // A known browser guessing wrong is held by its own count, not by the email's: one real failure, the rest filled through the store.
+    assert.equal((await withCookie(cookie).logIn('nora@example.com', 'wrong password')).statusCode, 401)
+    const now = new Date()
+    for (let attempt = 2; attempt <= LOGIN_THROTTLE.maxPerDevice; attempt++) {
+      await store.loginAttempts.record([deviceSubject(cookie.split('.')[2] ?? '')], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
+    }
+    const held = await withCookie(cookie).logIn('nora@example.com', PASSWORD)
+    assert.equal(held.statusCode, 429)
+    assert.match(messageOf(held.body), /^Too many failed log-ins from this browser\./)
+  })
+
+  test('password checks are shared fairly: many concurrent log-ins from a few addresses get 429 beyond one each, and a newcomer is neither refused nor queued behind them', { timeout: 60_000 }, async (t) => {
+    const { app } = await buildTestApp(t)
+    const honest = new PortalClient(app, '203.0.113.77')
+    await honest.signUp('honest@example.com', PASSWORD)
+    honest.cookies.delete('portal_session')
+    const attackers = ['192.0.2.10', '192.0.2.11', '192.0.2.12'].map((address) => new PortalClient(app, address))
+    const tokens = await Promise.all(attackers.map(async (attacker) => csrfTokenOf((await attacker.get('/portal/login')).body)))
+    const honestToken = csrfTokenOf((await honest.get('/portal/login')).body)
+
+    const finished: string[] = []
+    const attacks = attackers.flatMap((attacker, index) => Array.from({ length: 45 }, async (_, n) => {
+      const response = await attacker.post('/portal/login', { _csrf: tokens[index] ?? '', email: `guess${n}@example.com`, password: 'not the password' })
+      finished.push(`attacker ${response.statusCode}`)
+      return response
+    }))
+    const honestAnswer = honest.post('/portal/login', { _csrf: honestToken, email: 'honest@example.com', password: PASSWORD }).then((response) => {
+      finished.push('honest')
+      return response
+    })
+    const [answer, ...answers] = await Promise.all([honestAnswer, ...attacks])
+    assert.equal(answer?.statusCode, 303, `the honest client logs in: ${answer?.body ?? ''}`)
+    const statuses = answers.map((response) => response.statusCode)
+    assert.deepEqual([...new Set(statuses)].sort(), [401, 429], statuses.join(' '))
+    const refused = answers.find((response) => response.statusCode === 429)
+    assert.match(String(refused?.headers['retry-after']), /^[1-9]\d*$/)
+    assert.match(String(refused?.headers['content-type']), /^text\/html/)
+    assert.match(messageOf(refused?.body ?? ''), /^Another log-in or sign-up from your network is being checked\. Try again in \d+ seconds?\.$/)
+    const checkedBefore = finished.slice(0, finished.indexOf('honest')).filter((entry) => entry === 'attacker 401').length
+    assert.ok(checkedBefore <= 2 * attackers.length, `${checkedBefore} attackers' passwords were checked before the honest client's`)
   })
 })
 
@@ -503,6 +760,42 @@ describe('developer portal: surface', () => {
 
     const doc = (await app.inject({ url: '/v1/openapi.json' })).json<{ paths: Record<string, unknown> }>()
     assert.deepEqual(Object.keys(doc.paths).filter((path) => path.includes('portal')), [])
+  })
+
+  test('a /portal request the framework cannot read gets an HTML error page with its 4xx, never the API JSON: unsupported or encoded bodies, oversized forms, overlong paths', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const cases: Array<{ name: string, method?: string, path?: string, headers?: Record<string, string>, body?: string, status: number, title: RegExp }> = [
+      { name: 'text/plain', headers: { 'content-type': 'text/plain' }, body: 'email=a@b.io', status: 415, title: /Not a form/ },
+      { name: 'JSON', headers: { 'content-type': 'application/json' }, body: '{"email":"a@b.io"}', status: 415, title: /Not a form/ },
+      { name: 'malformed JSON', headers: { 'content-type': 'application/json' }, body: '{"email":', status: 415, title: /Not a form/ },
+      { name: 'multipart', headers: { 'content-type': 'multipart/form-data; boundary=x' }, body: '--x--', status: 415, title: /Not a form/ },
+      { name: 'a garbage content type', headers: { 'content-type': ';;;' }, body: 'a=b', status: 415, title: /Not a form/ },
+      { name: 'a gzip-encoded form', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': 'gzip' }, body: 'a=b', status: 415, title: /Not a form/ },
+      { name: 'an oversized form', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `email=${'a'.repeat(20_000)}`, status: 413, title: /Form too large/ },
+      { name: 'a path segment beyond the router\'s limit', method: 'GET', path: `/portal/keys/${'k'.repeat(3000)}/revoke`, status: 404, title: /Page not found/ },
+      { name: 'a malformed escape in the path', method: 'GET', path: '/portal/%E0%A4%A', status: 404, title: /Page not found/ }
+    ]
+    for (const item of cases) {
+      const response = await fetch(`${server.baseUrl}${item.path ?? '/portal/login'}`, { method: item.method ?? 'POST', headers: item.headers, body: item.body })
+      const text = await response.text()
+      assert.equal(response.status, item.status, `${item.name}: ${text.slice(0, 300)}`)
+      assert.match(response.headers.get('content-type') ?? '', /^text\/html; charset=utf-8$/, item.name)
+      assert.equal(response.headers.get('content-security-policy'), CSP, item.name)
+      assert.match(text, item.title, item.name)
+      assert.doesNotMatch(text, /"code"/, item.name)
+    }
+
+    // A declared Content-Length over the form limit is refused before any of the body is read.
+    const declared = await new Promise<{ status: number, type: string }>((resolve, reject) => {
+      const outgoing = httpRequest(`${server.baseUrl}/portal/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '1000000' } }, (response) => {
+        response.resume()
+        resolve({ status: response.statusCode ?? 0, type: String(response.headers['content-type']) })
+        outgoing.destroy()
+      })
+      outgoing.on('error', (error) => { if (!outgoing.destroyed) reject(error) })
+      outgoing.flushHeaders()
+    })
+    assert.deepEqual(declared, { status: 413, type: 'text/html; charset=utf-8' })
   })
 
   test('no password, API key or session token appears in the logs (even at trace level) or in the SQLite files', async (t) => {

@@ -29,7 +29,7 @@ test('migration 4 replaces the (status, id) index with one per status, and every
   databaseAtVersion3(path, animals)
   const store = openSqliteStore(path)
   t.after(() => store.close())
-  assert.deepEqual(await store.migrate(), [4])
+  assert.deepEqual(await store.migrate(), [4, 5])
 
   for (const status of PET_STATUSES) {
     const expected = Array.from({ length: animals }, (_, index) => index + 1).filter((id) => STATUS_OF(id) === status)
@@ -54,4 +54,42 @@ test('migration 4 replaces the (status, id) index with one per status, and every
   assert.deepEqual(indexes, ['pets_available_id', 'pets_pending_id', 'pets_sold_id'])
   const plan = inspect.prepare("EXPLAIN QUERY PLAN SELECT id, name FROM pets WHERE status = 'pending' AND id > 5 ORDER BY id LIMIT 8").all() as Array<{ detail: string }>
   assert.match(plan.map(({ detail }) => detail).join('\n'), /USING INDEX pets_pending_id/)
+})
+
+test('migration 5 keeps keys, counts and the revocation marker of a version 4 database, and everything built on it works', async (t) => {
+  const path = join(tempDir(t), 'version-4.sqlite')
+  const db = new Database(path)
+  db.pragma('journal_mode = WAL')
+  db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)')
+  for (const migration of SQLITE_MIGRATIONS.filter(({ version }) => version <= 4)) {
+    db.exec(migration.sql)
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, 0)
+  }
+  db.exec(`
+    INSERT INTO accounts (id, email, name, created_at) VALUES (1, 'old@example.com', NULL, 0);
+    INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at, revoked_at) VALUES
+      ('key_live000000000001', 1, 'live', 'ask_aaaaaaaa', 'hash-live', 1, NULL),
+      ('key_gone000000000001', 1, 'gone', 'ask_bbbbbbbb', 'hash-gone', 2, 5);
+    UPDATE counters SET value = 7 WHERE name = 'key_revocations';
+    INSERT INTO login_attempts (subject, attempts, window_started_at) VALUES ('account:old', 4, ${Date.now()});
+  `)
+  db.close()
+
+  const store = openSqliteStore(path)
+  t.after(() => store.close())
+  assert.deepEqual(await store.migrate(), [5])
+  assert.equal(await store.apiKeys.revocationMarker(), 7, 'instances keep reading from the marker they knew')
+  assert.deepEqual(await store.apiKeys.invalidationsSince(7), { marker: 7, keyIds: [] })
+  assert.deepEqual((await store.apiKeys.listByAccount(1)).map(({ id, live }) => ({ id, live })), [{ id: 'key_live000000000001', live: true }, { id: 'key_gone000000000001', live: false }])
+  assert.equal((await store.apiKeys.pageByAccount(1, { live: true, limit: 10, offset: 0 })).total, 1)
+  assert.equal(await store.apiKeys.revoke('key_live000000000001'), 'revoked')
+  assert.deepEqual(await store.apiKeys.invalidationsSince(7), { marker: 8, keyIds: ['key_live000000000001'] })
+  const now = new Date()
+  assert.equal((await store.loginAttempts.record(['account:old'], now, new Date(now.getTime() - 60_000)))[0]?.attempts, 5, 'counts survive')
+  assert.deepEqual(await store.loginAttempts.recordUnlessLocked('account:old', now, { forgetBefore: new Date(0), lockMsAfter: () => 0 }), { allowed: true, attempts: 6 })
+
+  const inspect = new Database(path, { readonly: true })
+  t.after(() => inspect.close())
+  const plan = inspect.prepare('EXPLAIN QUERY PLAN SELECT count(*) FROM api_keys WHERE account_id = 1 AND revoked_at IS NULL').all() as Array<{ detail: string }>
+  assert.match(plan.map(({ detail }) => detail).join('\n'), /USING COVERING INDEX api_keys_account_revoked/)
 })

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { generateApiKey } from '../../src/core/api-keys.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
-import { DuplicateEmailError, type Store } from '../../src/storage/store.js'
+import { DuplicateEmailError, KeyLimitError, type Store } from '../../src/storage/store.js'
 import { tempDir } from '../helpers/build-app.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 
@@ -115,25 +115,95 @@ for (const engine of ENGINES) {
       assert.equal(await store.accounts.findByEmail('b@example.com'), undefined)
     })
 
-    test('api keys: found by hash, revoked once, revocation marker moves, last use never goes back', async (t) => {
+    test('api keys: found by hash and id, live until revoked once, revocations numbered in a feed, last use never goes back', async (t) => {
       const store = await openStore(t)
       if (!store) return
       const account = await store.accounts.create({ email: 'k@example.com', name: null })
       const generated = generateApiKey()
-      const row = await store.apiKeys.create({ id: 'key_test1', accountId: account.id, label: 'ci', prefix: generated.prefix, hash: generated.hash })
+      const row = await store.apiKeys.create({ id: 'key_test1', accountId: account.id, label: 'ci', prefix: generated.prefix, hash: generated.hash }, { maxLive: 100 })
+      assert.equal(row.live, true)
       assert.equal((await store.apiKeys.findByHash(generated.hash))?.id, 'key_test1')
+      assert.deepEqual(await store.apiKeys.findById('key_test1'), row)
       assert.equal(await store.apiKeys.findByHash('0'.repeat(64)), undefined)
+      assert.equal(await store.apiKeys.findById('key_nope'), undefined)
+      const other = generateApiKey()
+      await store.apiKeys.create({ id: 'key_test2', accountId: account.id, label: null, prefix: other.prefix, hash: other.hash }, { maxLive: 100 })
       const marker = await store.apiKeys.revocationMarker()
+      assert.deepEqual(await store.apiKeys.invalidationsSince(marker), { marker, keyIds: [] })
       assert.equal(await store.apiKeys.revoke('key_test1'), 'revoked')
       assert.equal(await store.apiKeys.revoke('key_test1'), 'already_revoked')
       assert.equal(await store.apiKeys.revoke('key_nope'), 'unknown')
-      assert.notEqual(await store.apiKeys.revocationMarker(), marker)
-      assert.ok((await store.apiKeys.findByHash(generated.hash))?.revokedAt instanceof Date)
+      assert.equal(await store.apiKeys.revoke('key_test2'), 'revoked')
+      assert.equal(await store.apiKeys.revocationMarker(), marker + 2)
+      assert.deepEqual(await store.apiKeys.invalidationsSince(marker), { marker: marker + 2, keyIds: ['key_test1', 'key_test2'] }, 'in order, refusals leave nothing')
+      assert.deepEqual(await store.apiKeys.invalidationsSince(marker + 1), { marker: marker + 2, keyIds: ['key_test2'] })
+      assert.deepEqual(await store.apiKeys.invalidationsSince(marker + 5), { marker: marker + 2, keyIds: undefined }, 'a marker from the future: forget everything')
+      const revoked = await store.apiKeys.findByHash(generated.hash)
+      assert.ok(revoked?.revokedAt instanceof Date)
+      assert.equal(revoked.live, false)
       const later = new Date(row.createdAt.getTime() + 60_000)
       await store.apiKeys.recordLastUsed([{ id: 'key_test1', at: later }])
       await store.apiKeys.recordLastUsed([{ id: 'key_test1', at: new Date(later.getTime() - 1000) }])
       const [listed] = await store.apiKeys.listByAccount(account.id)
       assert.equal(listed?.lastUsedAt?.getTime(), later.getTime())
+    })
+
+    test('api keys: the cap on live keys holds under 300 concurrent creations, and revoked keys do not count', { timeout: 60_000 }, async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const account = await store.accounts.create({ email: 'cap@example.com', name: null })
+      const other = await store.accounts.create({ email: 'other@example.com', name: null })
+      const create = async (accountId: number, index: number): Promise<'created' | 'refused'> => {
+        const generated = generateApiKey()
+        try {
+          await store.apiKeys.create({ id: `key_cap${String(accountId).padStart(3, '0')}${String(index).padStart(9, '0')}`, accountId, label: null, prefix: generated.prefix, hash: generated.hash }, { maxLive: 100 })
+          return 'created'
+        } catch (error) {
+          if (error instanceof KeyLimitError) return 'refused'
+          throw error
+        }
+      }
+      for (let index = 0; index < 45; index++) await create(account.id, index)
+      for (let index = 0; index < 5; index++) assert.equal(await store.apiKeys.revoke(`key_cap${String(account.id).padStart(3, '0')}${String(index).padStart(9, '0')}`), 'revoked')
+      const outcomes = await Promise.all([
+        ...Array.from({ length: 300 }, async (_, index) => await create(account.id, 1000 + index)),
+        ...Array.from({ length: 20 }, async (_, index) => await create(other.id, index))
+      ])
+      assert.equal(outcomes.slice(0, 300).filter((outcome) => outcome === 'created').length, 60, '40 live keys left room for 60')
+      assert.ok(outcomes.slice(300).every((outcome) => outcome === 'created'), "one account's cap does not hold up another's keys")
+      const live = await store.apiKeys.pageByAccount(account.id, { live: true, limit: 1000, offset: 0 })
+      assert.equal(live.total, 100)
+      assert.equal(live.rows.length, 100)
+      assert.ok(live.rows.every((row) => row.live))
+      const ended = await store.apiKeys.pageByAccount(account.id, { live: false, limit: 2, offset: 1 })
+      assert.equal(ended.total, 5)
+      assert.equal(ended.rows.length, 2)
+      assert.ok(ended.rows.every((row) => !row.live && row.revokedAt !== null))
+      const all = await store.apiKeys.pageByAccount(account.id, { live: false, limit: 10, offset: 0 })
+      const revokedTimes = all.rows.map((row) => row.revokedAt?.getTime() ?? 0)
+      assert.deepEqual(revokedTimes, [...revokedTimes].sort((a, b) => b - a), 'most recently revoked first')
+      assert.deepEqual(await store.apiKeys.pageByAccount(account.id, { live: false, limit: 10, offset: 50 }), { rows: [], total: 5 }, 'past the end: no rows, the total')
+    })
+
+    test('login attempts: a progressive lock counts attempts it lets through, refuses while locked without lengthening the lock, forgets after the quiet period', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const t0 = 1_800_000_000_000
+      const policy = (nowMs: number) => ({ forgetBefore: new Date(nowMs - 3_600_000), lockMsAfter: (attempts: number) => (attempts < 3 ? 0 : 1000 * 2 ** (attempts - 3)) })
+      const attempt = (ms: number) => store.loginAttempts.recordUnlessLocked('account:x', new Date(t0 + ms), policy(t0 + ms))
+      assert.deepEqual(await attempt(0), { allowed: true, attempts: 1 })
+      assert.deepEqual(await attempt(10), { allowed: true, attempts: 2 })
+      assert.deepEqual(await attempt(20), { allowed: true, attempts: 3 }, 'the third attempt goes through and locks for 1 s')
+      assert.deepEqual(await attempt(500), { allowed: false, lockedUntil: new Date(t0 + 1020) })
+      assert.deepEqual(await attempt(900), { allowed: false, lockedUntil: new Date(t0 + 1020) }, 'refusals do not lengthen the lock')
+      assert.deepEqual(await attempt(1020), { allowed: true, attempts: 4 }, 'the lock has passed at its instant')
+      assert.deepEqual(await attempt(2000), { allowed: false, lockedUntil: new Date(t0 + 3020) }, 'the next lock is twice as long')
+      const concurrent = await Promise.all(Array.from({ length: 10 }, async () => await attempt(3020)))
+      assert.equal(concurrent.filter((result) => result.allowed).length, 1, 'concurrent attempts on a lock that just passed: one goes through')
+      assert.deepEqual(await attempt(3020 + 3_600_001), { allowed: true, attempts: 1 }, 'forgotten after an hour without attempts')
+      await store.loginAttempts.clear('account:x')
+      assert.deepEqual(await attempt(3_700_000), { allowed: true, attempts: 1 })
+      assert.deepEqual(await store.loginAttempts.recordUnlessLocked('account:y', new Date(t0), policy(t0)), { allowed: true, attempts: 1 }, 'subjects are counted apart')
     })
 
     test('accounts: found by id, created with or without a password hash, whose credentials are found by email', async (t) => {

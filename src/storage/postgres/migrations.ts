@@ -89,5 +89,27 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number, name: string,
       );
       CREATE INDEX login_attempts_window_started_at ON login_attempts (window_started_at);
     `
+  },
+  {
+    version: 4,
+    name: 'hardening',
+    sql: `
+      -- A progressive lock (src/core/login-throttle.ts): until when a subject is refused; 0 when it is not.
+      ALTER TABLE login_attempts ADD COLUMN locked_until BIGINT NOT NULL DEFAULT 0;
+
+      -- Keys whose verification no longer holds (revoked), numbered from the counter key_revocations in the
+      -- revoking transaction, whose row lock orders numbers as commits: instances read the ids after the last
+      -- number they saw and forget only those.
+      CREATE TABLE key_invalidations (
+        seq BIGINT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+      CREATE INDEX key_invalidations_created_at ON key_invalidations (created_at);
+
+      -- Counting an account's live keys (the cap) and paging its revoked ones read this index alone.
+      CREATE INDEX api_keys_account_revoked ON api_keys (account_id, revoked_at);
+      DROP INDEX api_keys_account_id;
+    `
   }
 ]

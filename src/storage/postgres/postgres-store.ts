@@ -5,13 +5,18 @@ import { exactInteger } from '../../core/int64.js'
 import type { NewPetRecord, PetRecord, PetStatus } from '../../core/pets.js'
 import { BatchedLookup } from '../batched-lookup.js'
 import { GroupCommit } from '../group-commit.js'
+import { LIVE_KEY_SQL } from '../live-keys.js'
 import {
   DuplicateEmailError,
+  KEY_INVALIDATIONS_KEPT_MS,
+  KeyLimitError,
   StoreUnavailableError,
   type AccountRow,
   type ApiKeyRow,
   type IdempotencyClaim,
   type IdempotencyKeyRef,
+  type KeyInvalidations,
+  type LockedAttempt,
   type LoginAttemptCount,
   type RevokeResult,
   type Store
@@ -58,7 +63,12 @@ interface ApiKeyDbRow {
   created_at: string
   last_used_at: string | null
   revoked_at: string | null
+  live: boolean
 }
+
+const API_KEY_COLUMNS = `id, account_id, label, prefix, created_at, last_used_at, revoked_at, (${LIVE_KEY_SQL}) AS live`
+/** Beyond this many invalidations since an instance last read them, it forgets every key rather than read them all. */
+const MAX_INVALIDATIONS_READ = 10_000
 
 const toDate = (ms: string | null): Date | null => (ms === null ? null : new Date(Number(ms)))
 
@@ -72,7 +82,8 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
   prefix: row.prefix,
   createdAt: new Date(Number(row.created_at)),
   lastUsedAt: toDate(row.last_used_at),
-  revokedAt: toDate(row.revoked_at)
+  revokedAt: toDate(row.revoked_at),
+  live: row.live
 })
 
 /** Connection failures and timeouts mean "try again later", not "bug". */
@@ -250,35 +261,78 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
         }
         return counts
       }),
+      recordUnlessLocked: async (subject, now, { forgetBefore, lockMsAfter }) => transaction(async (client): Promise<LockedAttempt> => {
+        // The row exists before it is locked, so two first attempts take turns on it like any others.
+        await client.query('INSERT INTO login_attempts (subject, attempts, window_started_at, locked_until) VALUES ($1, 0, 0, 0) ON CONFLICT (subject) DO NOTHING', [subject])
+        const { rows } = await client.query<{ attempts: number, window_started_at: string, locked_until: string }>(
+          'SELECT attempts, window_started_at, locked_until FROM login_attempts WHERE subject = $1 FOR UPDATE', [subject])
+        const row = rows[0]
+        if (row === undefined) throw new Error('the attempt row vanished inside its transaction')
+        if (Number(row.locked_until) > now.getTime()) return { allowed: false, lockedUntil: new Date(Number(row.locked_until)) }
+        const attempts = Number(row.window_started_at) >= forgetBefore.getTime() ? Number(row.attempts) + 1 : 1
+        const lockMs = lockMsAfter(attempts)
+        await client.query('UPDATE login_attempts SET attempts = $2, window_started_at = $3, locked_until = $4 WHERE subject = $1',
+          [subject, attempts, now.getTime(), lockMs > 0 ? now.getTime() + lockMs : 0])
+        return { allowed: true, attempts }
+      }),
       forgive: async (subject) => { await query('UPDATE login_attempts SET attempts = attempts - 1 WHERE subject = $1 AND attempts > 0', [subject]) },
       clear: async (subject) => { await query('DELETE FROM login_attempts WHERE subject = $1', [subject]) },
       deleteStaleBefore: async (windowStart) =>
         (await query<{ subject: string }>('DELETE FROM login_attempts WHERE window_started_at < $1 RETURNING subject', [windowStart.getTime()])).length
     },
     apiKeys: {
-      create: async ({ id, accountId, label, prefix, hash }) => {
-        const [row] = await query<ApiKeyDbRow>(
-          'INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *',
+      // The account's row stays locked until commit: creations for one account take turns between count and insert.
+      create: async ({ id, accountId, label, prefix, hash }, { maxLive }) => transaction(async (client): Promise<ApiKeyRow> => {
+        await client.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId])
+        const { rows: [counted] } = await client.query<{ live: number }>(`SELECT count(*)::int AS live FROM api_keys WHERE account_id = $1 AND ${LIVE_KEY_SQL}`, [accountId])
+        if ((counted?.live ?? 0) >= maxLive) throw new KeyLimitError(maxLive)
+        const { rows: [row] } = await client.query<ApiKeyDbRow>(
+          `INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${API_KEY_COLUMNS}`,
           [id, accountId, label, prefix, hash, Date.now()])
         return toApiKey(row as ApiKeyDbRow)
-      },
+      }),
       findByHash: async (hash) => {
-        const [row] = await query<ApiKeyDbRow>('SELECT * FROM api_keys WHERE hash = $1', [hash])
+        const [row] = await query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE hash = $1`, [hash], 'api-key-by-hash')
+        return row && toApiKey(row)
+      },
+      findById: async (id) => {
+        const [row] = await query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])
         return row && toApiKey(row)
       },
       listByAccount: async (accountId) =>
-        (await query<ApiKeyDbRow>('SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId])).map(toApiKey),
+        (await query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = $1 ORDER BY created_at, id`, [accountId])).map(toApiKey),
+      pageByAccount: async (accountId, { live, limit, offset }) => {
+        const condition = live ? LIVE_KEY_SQL : `NOT (${LIVE_KEY_SQL})`
+        const order = live ? 'created_at, id' : 'revoked_at DESC, id'
+        const rows = await query<ApiKeyDbRow & { total: number }>(
+          `SELECT ${API_KEY_COLUMNS}, count(*) OVER ()::int AS total FROM api_keys WHERE account_id = $1 AND ${condition} ORDER BY ${order} LIMIT $2 OFFSET $3`,
+          [accountId, limit, offset])
+        // A page past the end has no row to carry the total.
+        const total = rows[0]?.total ?? Number((await query<{ total: string }>(`SELECT count(*) AS total FROM api_keys WHERE account_id = $1 AND ${condition}`, [accountId]))[0]?.total ?? 0)
+        return { rows: rows.map(toApiKey), total }
+      },
       revoke: async (id) => transaction(async (client): Promise<RevokeResult> => {
         const { rows } = await client.query<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE id = $1 FOR UPDATE', [id])
         const existing = rows[0]
         if (existing === undefined) return 'unknown'
         if (existing.revoked_at !== null) return 'already_revoked'
-        await client.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [Date.now(), id])
-        await client.query("UPDATE counters SET value = value + 1 WHERE name = 'key_revocations'")
+        const now = Date.now()
+        await client.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [now, id])
+        // The counter row stays locked until commit, so invalidation numbers become visible in their order.
+        await client.query(`WITH next AS (UPDATE counters SET value = value + 1 WHERE name = 'key_revocations' RETURNING value)
+          INSERT INTO key_invalidations (seq, key_id, created_at) SELECT value, $1, $2 FROM next`, [id, now])
+        await client.query('DELETE FROM key_invalidations WHERE created_at < $1', [now - KEY_INVALIDATIONS_KEPT_MS])
         return 'revoked'
       }),
       revocationMarker: async () =>
         Number((await query<{ value: string }>("SELECT value FROM counters WHERE name = 'key_revocations'"))[0]?.value),
+      invalidationsSince: async (marker): Promise<KeyInvalidations> => {
+        const current = Number((await query<{ value: string }>("SELECT value FROM counters WHERE name = 'key_revocations'", [], 'revocation-marker'))[0]?.value)
+        if (current === marker) return { marker, keyIds: [] }
+        if (current < marker || current - marker > MAX_INVALIDATIONS_READ) return { marker: current, keyIds: undefined }
+        const rows = await query<{ key_id: string }>('SELECT key_id FROM key_invalidations WHERE seq > $1 AND seq <= $2 ORDER BY seq', [marker, current])
+        return { marker: current, keyIds: rows.length === current - marker ? rows.map((row) => row.key_id) : undefined }
+      },
       recordLastUsed: async (uses) => {
         if (uses.length === 0) return
         const values: unknown[] = []

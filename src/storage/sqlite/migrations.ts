@@ -100,5 +100,26 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
       CREATE INDEX pets_sold_id ON pets (id) WHERE status = 'sold';
       DROP INDEX pets_status_id;
     `
+  },
+  {
+    version: 5,
+    name: 'hardening',
+    sql: `
+      -- A progressive lock (src/core/login-throttle.ts): until when a subject is refused; 0 when it is not.
+      ALTER TABLE login_attempts ADD COLUMN locked_until INTEGER NOT NULL DEFAULT 0;
+
+      -- Keys whose verification no longer holds (revoked), numbered from the counter key_revocations in the
+      -- revoking transaction: instances read the ids after the last number they saw and forget only those.
+      CREATE TABLE key_invalidations (
+        seq INTEGER PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX key_invalidations_created_at ON key_invalidations (created_at);
+
+      -- Counting an account's live keys (the cap) and paging its revoked ones read this index alone.
+      CREATE INDEX api_keys_account_revoked ON api_keys (account_id, revoked_at);
+      DROP INDEX api_keys_account_id;
+    `
   }
 ]

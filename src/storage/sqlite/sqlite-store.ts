@@ -4,12 +4,17 @@ import type Database from 'better-sqlite3'
 import { decideClaim } from '../../core/idempotency.js'
 import { exactInteger } from '../../core/int64.js'
 import { PET_STATUSES, type NewPetRecord, type PetRecord, type PetStatus } from '../../core/pets.js'
+import { LIVE_KEY_SQL } from '../live-keys.js'
 import {
   DuplicateEmailError,
+  KEY_INVALIDATIONS_KEPT_MS,
+  KeyLimitError,
   type AccountRow,
   type ApiKeyRow,
   type IdempotencyClaim,
   type ListPetsQuery,
+  type KeyInvalidations,
+  type LockedAttempt,
   type LoginAttemptCount,
   type PetPage,
   type RevokeResult,
@@ -51,7 +56,12 @@ interface ApiKeyDbRow {
   created_at: number
   last_used_at: number | null
   revoked_at: number | null
+  live: number
 }
+
+const API_KEY_COLUMNS = `id, account_id, label, prefix, created_at, last_used_at, revoked_at, (${LIVE_KEY_SQL}) AS live`
+/** Beyond this many invalidations since an instance last read them, it forgets every key rather than read them all. */
+const MAX_INVALIDATIONS_READ = 10_000
 
 const toAccount = (row: AccountDbRow): AccountRow =>
   ({ id: row.id, email: row.email, name: row.name, createdAt: new Date(row.created_at) })
@@ -63,7 +73,8 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
   prefix: row.prefix,
   createdAt: new Date(row.created_at),
   lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
-  revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at)
+  revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
+  live: row.live === 1
 })
 
 export function openSqliteStore (path: string, options: { writeBatchSize?: number, writeBatchWaitMs?: number, synchronous?: SqliteSynchronous, largeBatchesSyncOnLoop?: boolean } = {}): Store {
@@ -125,12 +136,23 @@ function prepareStatements (db: Database.Database) {
     forgiveAttempt: db.prepare('UPDATE login_attempts SET attempts = attempts - 1 WHERE subject = ? AND attempts > 0'),
     clearAttempts: db.prepare('DELETE FROM login_attempts WHERE subject = ?'),
     deleteStaleAttempts: db.prepare('DELETE FROM login_attempts WHERE window_started_at < ?'),
-    insertApiKey: db.prepare('INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING *'),
-    apiKeyByHash: db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
-    apiKeysByAccount: db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id'),
+    lockRow: db.prepare('SELECT attempts, window_started_at, locked_until FROM login_attempts WHERE subject = ?'),
+    upsertLock: db.prepare(`INSERT INTO login_attempts (subject, attempts, window_started_at, locked_until) VALUES (@subject, @attempts, @now, @lockedUntil)
+      ON CONFLICT (subject) DO UPDATE SET attempts = excluded.attempts, window_started_at = excluded.window_started_at, locked_until = excluded.locked_until`),
+    insertApiKey: db.prepare(`INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${API_KEY_COLUMNS}`),
+    countLiveKeys: db.prepare(`SELECT count(*) FROM api_keys WHERE account_id = ? AND ${LIVE_KEY_SQL}`).pluck(),
+    apiKeyByHash: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE hash = ?`),
+    apiKeyById: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`),
+    apiKeysByAccount: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY created_at, id`),
+    liveKeysPage: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = ? AND ${LIVE_KEY_SQL} ORDER BY created_at, id LIMIT ? OFFSET ?`),
+    endedKeysPage: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = ? AND NOT (${LIVE_KEY_SQL}) ORDER BY revoked_at DESC, id LIMIT ? OFFSET ?`),
+    countEndedKeys: db.prepare(`SELECT count(*) FROM api_keys WHERE account_id = ? AND NOT (${LIVE_KEY_SQL})`).pluck(),
     apiKeyRevokedAt: db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?'),
     revokeApiKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
-    bumpRevocations: db.prepare("UPDATE counters SET value = value + 1 WHERE name = 'key_revocations'"),
+    bumpRevocations: db.prepare("UPDATE counters SET value = value + 1 WHERE name = 'key_revocations' RETURNING value").pluck(),
+    insertInvalidation: db.prepare('INSERT INTO key_invalidations (seq, key_id, created_at) VALUES (?, ?, ?)'),
+    purgeInvalidations: db.prepare('DELETE FROM key_invalidations WHERE created_at < ?'),
+    invalidatedKeyIds: db.prepare('SELECT key_id FROM key_invalidations WHERE seq > ? AND seq <= ? ORDER BY seq').pluck(),
     revocationMarker: db.prepare("SELECT value FROM counters WHERE name = 'key_revocations'").pluck(),
     recordLastUsed: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)'),
     insertSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING'),
@@ -206,27 +228,55 @@ function buildStore (db: Database.Database, sql: () => Statements, petWrites: Pe
         const row = sql().recordAttempt.get({ subject, now: now.getTime(), windowStart: windowStart.getTime() }) as { attempts: number, window_started_at: number }
         return { attempts: row.attempts, windowStartedAt: new Date(row.window_started_at) }
       })).immediate(),
+      recordUnlessLocked: async (subject, now, { forgetBefore, lockMsAfter }) => db.transaction((): LockedAttempt => {
+        const row = sql().lockRow.get(subject) as { attempts: number, window_started_at: number, locked_until: number } | undefined
+        if (row !== undefined && row.locked_until > now.getTime()) return { allowed: false, lockedUntil: new Date(row.locked_until) }
+        const attempts = row !== undefined && row.window_started_at >= forgetBefore.getTime() ? row.attempts + 1 : 1
+        const lockMs = lockMsAfter(attempts)
+        sql().upsertLock.run({ subject, attempts, now: now.getTime(), lockedUntil: lockMs > 0 ? now.getTime() + lockMs : 0 })
+        return { allowed: true, attempts }
+      }).immediate(),
       forgive: async (subject) => { sql().forgiveAttempt.run(subject) },
       clear: async (subject) => { sql().clearAttempts.run(subject) },
       deleteStaleBefore: async (windowStart) => sql().deleteStaleAttempts.run(windowStart.getTime()).changes
     },
     apiKeys: {
-      create: async ({ id, accountId, label, prefix, hash }) =>
-        toApiKey(sql().insertApiKey.get(id, accountId, label, prefix, hash, Date.now()) as ApiKeyDbRow),
+      // IMMEDIATE takes the write lock before counting: no other writer, in any process, can insert in between.
+      create: async ({ id, accountId, label, prefix, hash }, { maxLive }) => db.transaction((): ApiKeyRow => {
+        if ((sql().countLiveKeys.get(accountId) as number) >= maxLive) throw new KeyLimitError(maxLive)
+        return toApiKey(sql().insertApiKey.get(id, accountId, label, prefix, hash, Date.now()) as ApiKeyDbRow)
+      }).immediate(),
       findByHash: async (hash) => {
         const row = sql().apiKeyByHash.get(hash) as ApiKeyDbRow | undefined
         return row && toApiKey(row)
       },
+      findById: async (id) => {
+        const row = sql().apiKeyById.get(id) as ApiKeyDbRow | undefined
+        return row && toApiKey(row)
+      },
       listByAccount: async (accountId) => (sql().apiKeysByAccount.all(accountId) as ApiKeyDbRow[]).map(toApiKey),
+      pageByAccount: async (accountId, { live, limit, offset }) => db.transaction(() => ({
+        rows: ((live ? sql().liveKeysPage : sql().endedKeysPage).all(accountId, limit, offset) as ApiKeyDbRow[]).map(toApiKey),
+        total: (live ? sql().countLiveKeys : sql().countEndedKeys).get(accountId) as number
+      }))(),
       revoke: async (id) => db.transaction((): RevokeResult => {
         const existing = sql().apiKeyRevokedAt.get(id) as { revoked_at: number | null } | undefined
         if (!existing) return 'unknown'
         if (existing.revoked_at !== null) return 'already_revoked'
-        sql().revokeApiKey.run(Date.now(), id)
-        sql().bumpRevocations.run()
+        const now = Date.now()
+        sql().revokeApiKey.run(now, id)
+        sql().insertInvalidation.run(sql().bumpRevocations.get() as number, id, now)
+        sql().purgeInvalidations.run(now - KEY_INVALIDATIONS_KEPT_MS)
         return 'revoked'
       }).immediate(),
       revocationMarker: async () => sql().revocationMarker.get() as number,
+      invalidationsSince: async (marker): Promise<KeyInvalidations> => {
+        const current = sql().revocationMarker.get() as number
+        if (current === marker) return { marker, keyIds: [] }
+        if (current < marker || current - marker > MAX_INVALIDATIONS_READ) return { marker: current, keyIds: undefined }
+        const keyIds = sql().invalidatedKeyIds.all(marker, current) as string[]
+        return { marker: current, keyIds: keyIds.length === current - marker ? keyIds : undefined }
+      },
       recordLastUsed: async (uses) => {
         db.transaction(() => {
           for (const { id, at } of uses) sql().recordLastUsed.run(at.getTime(), id, at.getTime())

@@ -1,0 +1,558 @@
+/**
+ * npm run attack: replays, against the built server, every case of the outside attack that
+ * hardened the service, on SQLite and (when it answers) on PostgreSQL, and prints one table:
+ * engine, case, expected, observed. Exits 1 when any observed answer differs from the expected one.
+ *
+ * For each engine it starts `node dist/cli/main.js serve` on a free port (a temporary SQLite
+ * file; a PostgreSQL schema of its own, dropped afterwards), with TRUST_PROXY=loopback so that a
+ * case can speak from many client addresses through X-Forwarded-For, and a second instance on
+ * the same database for the cases that need two. Cases are objects in CASES: each says what it
+ * reproduces and expects, runs against a Target, and returns what it observed and whether that
+ * is what was expected. Add a case by adding an object.
+ *
+ * Environment: ATTACK_POSTGRES_URL (default TEST_POSTGRES_URL, or postgres://postgres@127.0.0.1:5432/test),
+ * ATTACK_ONLY (a substring of the case names to run), ATTACK_CLI (the built CLI to attack; dist/cli/main.js).
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
+import { createServer, type AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import pg from 'pg'
+import { generateApiKey, MAX_LIVE_KEYS, newKeyId } from '../src/core/api-keys.js'
+import { createAccount, createApiKey } from '../src/services/accounts.js'
+import { openPostgresStore } from '../src/storage/postgres/postgres-store.js'
+import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
+import type { Store } from '../src/storage/store.js'
+
+const root = join(import.meta.dirname, '..')
+const CLI = process.env.ATTACK_CLI ?? join(root, 'dist', 'cli', 'main.js')
+const POSTGRES_URL = process.env.ATTACK_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const PASSWORD = 'correct horse battery staple'
+const METRICS_TOKEN = randomBytes(16).toString('hex')
+
+// ---------------------------------------------------------------------------------------
+// What a case runs against
+
+interface Server { child: ChildProcess, baseUrl: string }
+
+export interface Target {
+  engine: 'sqlite' | 'postgres'
+  /** The instance most cases attack. */
+  baseUrl: string
+  /** A second instance on the same database. */
+  otherUrl: string
+  /** GET here with `metricsAuth` gives the first instance's Prometheus text. */
+  metricsUrl: (baseUrl: string) => string
+  metricsAuth: Record<string, string>
+  databaseUrl: string
+  /** A store of the script's own on the same database, for setting up what a case needs. */
+  store: Store
+  /** Runs the built CLI on the same database, with an optional standard input. */
+  cli: (args: string[], stdin?: string) => Promise<{ code: number | null, stdout: string, stderr: string }>
+}
+
+export interface AttackCase {
+  /** The finding it replays, as the hardening issue numbers them. */
+  item: string
+  name: string
+  expected: string
+  run: (target: Target) => Promise<{ observed: string, ok: boolean }>
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+async function startServer (databaseUrl: string): Promise<Server> {
+  const port = await freePort()
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', TRUST_PROXY: 'loopback', METRICS_TOKEN },
+    stdio: ['ignore', 'pipe', 'inherit']
+  })
+  createInterface({ input: child.stdout }).on('line', () => {})
+  const baseUrl = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`)
+    try {
+      if ((await fetch(`${baseUrl}/healthz`)).ok) return { child, baseUrl }
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`${baseUrl} did not answer within 30 s`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+async function stopServer (server: Server): Promise<void> {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return
+  server.child.kill('SIGTERM')
+  await once(server.child, 'exit')
+}
+
+function cliRunner (databaseUrl: string): Target['cli'] {
+  return async (args, stdin) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }, stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    child.stdin.end(stdin ?? '')
+    const [code] = await once(child, 'close') as [number | null]
+    return { code, stdout, stderr }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// A browser on the portal: keeps its cookies, fills forms with their CSRF token, speaks from one address.
+
+interface Answer { status: number, headers: Headers, body: string }
+
+class Browser {
+  readonly cookies = new Map<string, string>()
+  constructor (private readonly baseUrl: string, readonly address: string) {}
+
+  private headers (extra: Record<string, string> = {}): Record<string, string> {
+    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+    return { 'x-forwarded-for': this.address, ...(cookie === '' ? {} : { cookie }), ...extra }
+  }
+
+  private keep (response: Response): void {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = ''] = line.split(';')
+      const name = pair.slice(0, pair.indexOf('='))
+      if (/;\s*Max-Age=0/i.test(line)) this.cookies.delete(name)
+      else this.cookies.set(name, pair.slice(name.length + 1))
+    }
+  }
+
+  async get (path: string): Promise<Answer> {
+    const response = await fetch(this.baseUrl + path, { headers: this.headers(), redirect: 'manual' })
+    this.keep(response)
+    return { status: response.status, headers: response.headers, body: await response.text() }
+  }
+
+  async post (path: string, fields: Record<string, string>, extra: Record<string, string> = {}): Promise<Answer> {
+    const response = await fetch(this.baseUrl + path, {
+      method: 'POST',
+      headers: this.headers({ 'content-type': 'application/x-www-form-urlencoded', ...extra }),
+      body: new URLSearchParams(fields).toString(),
+      redirect: 'manual'
+    })
+    this.keep(response)
+    return { status: response.status, headers: response.headers, body: await response.text() }
+  }
+
+  /** The CSRF token of the page's form posting to `action` (the first form when none is named). */
+  async token (page: string, action?: string): Promise<string> {
+    const body = (await this.get(page)).body
+    const from = action === undefined ? 0 : Math.max(0, body.indexOf(`action="${action}"`))
+    return /<input type="hidden" name="_csrf" value="([^"]+)">/.exec(body.slice(from))?.[1] ?? ''
+  }
+
+  async submit (page: string, action: string, fields: Record<string, string>): Promise<Answer> {
+    return this.post(action, { _csrf: await this.token(page, action), ...fields })
+  }
+}
+
+/** The message the portal shows on a page. */
+const messageOf = (body: string): string => /<p class="message [a-z]+" [^>]*>([^<]*)<\/p>/.exec(body)?.[1] ?? ''
+const isHtml = (answer: Answer): boolean => /^text\/html/.test(answer.headers.get('content-type') ?? '')
+const unique = (prefix: string): string => `${prefix}-${randomBytes(4).toString('hex')}@attack.example`
+/** A fresh block of client addresses for one case, so no case is throttled by another. */
+let nextBlock = 1
+const addresses = (): ((n: number) => string) => {
+  const block = nextBlock++
+  return (n) => `10.${block}.${Math.floor(n / 250)}.${(n % 250) + 1}`
+}
+
+async function signedUp (target: Target, email: string, address: string): Promise<Browser> {
+  const browser = new Browser(target.baseUrl, address)
+  const answer = await browser.submit('/portal/signup', '/portal/signup', { email, password: PASSWORD })
+  if (answer.status !== 303) throw new Error(`sign-up of ${email} answered ${answer.status}: ${messageOf(answer.body)}`)
+  return browser
+}
+
+function tally (statuses: number[]): string {
+  const counts = new Map<number, number>()
+  for (const status of statuses) counts.set(status, (counts.get(status) ?? 0) + 1)
+  return [...counts].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(' ')
+}
+
+async function cacheMisses (target: Target, baseUrl: string): Promise<number | undefined> {
+  const response = await fetch(target.metricsUrl(baseUrl), { headers: target.metricsAuth })
+  const match = /^api_key_cache_lookups_total\{result="miss"\} (\d+)$/m.exec(await response.text())
+  return response.ok && match !== null ? Number(match[1]) : undefined
+}
+
+async function liveKeys (target: Target, email: string): Promise<number> {
+  const account = await target.store.accounts.findByEmail(email)
+  return (await target.store.apiKeys.pageByAccount(account?.id ?? 0, { live: true, limit: 1, offset: 0 })).total
+}
+
+async function addKeys (target: Target, email: string, count: number): Promise<string[]> {
+  const account = await target.store.accounts.findByEmail(email)
+  if (account === undefined) throw new Error(`no account ${email}`)
+  const ids: string[] = []
+  for (let index = 0; index < count; index++) {
+    const generated = generateApiKey()
+    ids.push((await target.store.apiKeys.create({ id: newKeyId(), accountId: account.id, label: `filler ${index}`, prefix: generated.prefix, hash: generated.hash }, { maxLive: MAX_LIVE_KEYS })).id)
+  }
+  return ids
+}
+
+/** The status, whether it is a page, and whether its message names `field`. */
+function refusal (answer: Answer, field: string): string {
+  return `${answer.status}${isHtml(answer) ? ' page' : ' not a page'}${messageOf(answer.body).includes(`The ${field} must not contain control characters`) ? `, names the ${field}` : `: ${messageOf(answer.body) || answer.body.slice(0, 80)}`}`
+}
+
+// ---------------------------------------------------------------------------------------
+// The cases
+
+export const CASES: AttackCase[] = [
+  // 2. A NUL byte was a 500 on PostgreSQL.
+  ...(['/portal/login', '/portal/signup'] as const).map((path): AttackCase => ({
+    item: '2',
+    name: `email=a%00b%40x.io on POST ${path}`,
+    expected: '400 page, names the email address',
+    run: async (target) => {
+      const answer = await new Browser(target.baseUrl, addresses()(1)).submit(path, path, { email: 'a\u0000b@x.io', password: PASSWORD })
+      const observed = refusal(answer, 'email address')
+      return { observed, ok: observed === '400 page, names the email address' }
+    }
+  })),
+  {
+    item: '2',
+    name: 'a NUL in the password on POST /portal/login',
+    expected: '400 page, names the password',
+    run: async (target) => {
+      const answer = await new Browser(target.baseUrl, addresses()(1)).submit('/portal/login', '/portal/login', { email: 'someone@attack.example', password: `pass\u0000${PASSWORD}` })
+      const observed = refusal(answer, 'password')
+      return { observed, ok: observed === '400 page, names the password' }
+    }
+  },
+  {
+    item: '2',
+    name: 'a key label with %00 on POST /portal/keys',
+    expected: '400 page, names the label; no key',
+    run: async (target) => {
+      const email = unique('label')
+      const browser = await signedUp(target, email, addresses()(1))
+      const answer = await browser.submit('/portal/keys', '/portal/keys', { label: 'lap\u0000top' })
+      const observed = `${refusal(answer, 'label')}${await liveKeys(target, email) === 0 ? '; no key' : '; a key was made'}`
+      return { observed, ok: observed === '400 page, names the label; no key' }
+    }
+  },
+  {
+    item: '2',
+    name: 'CLI: accounts create --email with U+0001, set-password with a NUL on stdin',
+    expected: 'exit 1 naming the email address; exit 1 naming the password',
+    run: async (target) => {
+      const email = unique('cli')
+      const created = await target.cli(['accounts', 'create', '--email', 'a\u0001b@attack.example'])
+      await target.cli(['accounts', 'create', '--email', email])
+      const password = await target.cli(['accounts', 'set-password', '--email', email], 'a long pass\u0000phrase\n')
+      const describe = (result: { code: number | null, stderr: string }, field: string): string =>
+        `exit ${String(result.code)}${result.stderr.includes(`The ${field} must not contain control characters`) ? ` naming the ${field}` : `: ${result.stderr.trim().slice(0, 80)}`}`
+      const observed = `${describe(created, 'email address')}; ${describe(password, 'password')}`
+      return { observed, ok: observed === 'exit 1 naming the email address; exit 1 naming the password' }
+    }
+  },
+
+  // 3. Anyone could lock any account.
+  {
+    item: '3',
+    name: "10 wrong log-ins for a victim's email from 10 addresses, then the victim's own browser",
+    expected: 'victim logs in (303)',
+    run: async (target) => {
+      const at = addresses()
+      const email = unique('victim')
+      const victim = await signedUp(target, email, at(0))
+      victim.cookies.delete('portal_session')
+      for (let n = 1; n <= 10; n++) await new Browser(target.baseUrl, at(n)).submit('/portal/login', '/portal/login', { email, password: `wrong ${n}` })
+      const answer = await victim.submit('/portal/login', '/portal/login', { email, password: PASSWORD })
+      return { observed: answer.status === 303 ? 'victim logs in (303)' : `${answer.status}: ${messageOf(answer.body)}`, ok: answer.status === 303 }
+    }
+  },
+  {
+    item: '3',
+    name: '…and an attacker from a new address, even with the right password',
+    expected: '429 with Retry-After',
+    run: async (target) => {
+      const at = addresses()
+      const email = unique('locked')
+      await signedUp(target, email, at(0))
+      for (let n = 1; n <= 10; n++) await new Browser(target.baseUrl, at(n)).submit('/portal/login', '/portal/login', { email, password: `wrong ${n}` })
+      const answer = await new Browser(target.baseUrl, at(99)).submit('/portal/login', '/portal/login', { email, password: PASSWORD })
+      const observed = `${answer.status}${answer.headers.get('retry-after') === null ? '' : ' with Retry-After'}`
+      return { observed, ok: observed === '429 with Retry-After' }
+    }
+  },
+
+  // 4. One client address could make everyone wait.
+  {
+    item: '4',
+    name: '135 concurrent log-ins from 3 addresses, and an honest log-in from a fresh one',
+    expected: 'no 503; 429 with Retry-After beyond one per address; honest 303 within 3 s',
+    run: async (target) => {
+      const at = addresses()
+      const email = unique('honest')
+      const honest = await signedUp(target, email, at(0))
+      honest.cookies.delete('portal_session')
+      const attackers = [1, 2, 3].map((n) => new Browser(target.baseUrl, at(n)))
+      const tokens = await Promise.all(attackers.map(async (attacker) => await attacker.token('/portal/login')))
+      const honestToken = await honest.token('/portal/login')
+      const attacks = attackers.flatMap((attacker, index) => Array.from({ length: 45 }, async (_, n) =>
+        await attacker.post('/portal/login', { _csrf: tokens[index] ?? '', email: `guess${n}@attack.example`, password: 'not the password' })))
+      const started = performance.now()
+      const answer = await honest.post('/portal/login', { _csrf: honestToken, email, password: PASSWORD })
+      const waited = (performance.now() - started) / 1000
+      const answers = await Promise.all(attacks)
+      const statuses = answers.map((item) => item.status)
+      const withoutRetryAfter = answers.filter((item) => item.status === 429 && item.headers.get('retry-after') === null).length
+      const observed = `${tally(statuses)}; 429 without Retry-After: ${withoutRetryAfter}; honest ${answer.status} in ${waited.toFixed(1)} s`
+      return { observed, ok: !statuses.some((status) => status >= 500) && withoutRetryAfter === 0 && answer.status === 303 && waited < 3 }
+    }
+  },
+
+  // 5. The key cap was a race on PostgreSQL; revoked keys piled up.
+  {
+    item: '5',
+    name: '300 concurrent key creations in the portal on an account with 80 live keys',
+    expected: 'at most 100 live keys',
+    run: async (target) => {
+      const email = unique('cap')
+      const browser = await signedUp(target, email, addresses()(1))
+      await addKeys(target, email, 80)
+      const token = await browser.token('/portal/keys', '/portal/keys')
+      const answers = await Promise.all(Array.from({ length: 300 }, async (_, n) => await browser.post('/portal/keys', { _csrf: token, label: `burst ${n}` })))
+      const live = await liveKeys(target, email)
+      return { observed: `${live} live keys (${tally(answers.map((item) => item.status))})`, ok: live <= 100 && !answers.some((item) => item.status >= 500) }
+    }
+  },
+  {
+    item: '5',
+    name: 'the keys page of an account with 301 keys, 290 of them revoked',
+    expected: 'under 64 KB',
+    run: async (target) => {
+      const email = unique('pile')
+      const browser = await signedUp(target, email, addresses()(1))
+      // Keys made and revoked in turns, within the cap of 100 live ones: 301 in all, 290 revoked.
+      const live = await addKeys(target, email, 100)
+      let total = 100
+      let revoked = 0
+      while (total < 301) {
+        const batch = live.splice(0, Math.min(97, 290 - revoked))
+        for (const id of batch) await target.store.apiKeys.revoke(id)
+        revoked += batch.length
+        const added = Math.min(batch.length, 301 - total)
+        live.push(...await addKeys(target, email, added))
+        total += added
+      }
+      const page = await browser.get('/portal/keys')
+      const size = Buffer.byteLength(page.body)
+      return { observed: `${page.status}, ${(size / 1024).toFixed(1)} KB`, ok: page.status === 200 && size < 64 * 1024 }
+    }
+  },
+  {
+    item: '5',
+    name: 'a 31st key generation within the hour, in the portal and with the CLI',
+    expected: 'portal 429 with Retry-After; CLI exit 1',
+    run: async (target) => {
+      const email = unique('rate')
+      const browser = await signedUp(target, email, addresses()(1))
+      const token = await browser.token('/portal/keys', '/portal/keys')
+      let last: Answer | undefined
+      for (let n = 0; n < 31; n++) last = await browser.post('/portal/keys', { _csrf: token, label: `k${n}` })
+      const cli = await target.cli(['keys', 'create', '--email', email])
+      const observed = `portal ${last?.status ?? '?'}${last?.headers.get('retry-after') === null ? '' : ' with Retry-After'}; CLI exit ${String(cli.code)}`
+      return { observed, ok: observed === 'portal 429 with Retry-After; CLI exit 1' }
+    }
+  },
+
+  // 6. Revocations reset every verified key.
+  {
+    item: '6',
+    name: 'a key revoked with the CLI, read on another instance; meanwhile 20 revocations of another account',
+    expected: '401 within 1 s; the other key: 0 cache misses',
+    run: async (target) => {
+      const readerEmail = unique('reader')
+      const churnEmail = unique('churn')
+      await createAccount(target.store, { email: readerEmail })
+      await createAccount(target.store, { email: churnEmail })
+      const kept = await createApiKey(target.store, { email: readerEmail })
+      const doomed = await createApiKey(target.store, { email: readerEmail })
+      const read = async (key: string): Promise<number> => (await fetch(`${target.otherUrl}/v1/pets?limit=20`, { headers: { authorization: `Bearer ${key}` } })).status
+      await read(kept.key)
+      await read(doomed.key)
+      const before = await cacheMisses(target, target.otherUrl)
+      const churn = await addKeys(target, churnEmail, 20)
+      for (const id of churn) await target.store.apiKeys.revoke(id)
+      const revoked = await target.cli(['keys', 'revoke', doomed.row.id])
+      const revokedAt = performance.now()
+      let status = await read(doomed.key)
+      while (status === 200 && performance.now() - revokedAt < 3000) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        status = await read(doomed.key)
+      }
+      const refusedAfter = performance.now() - revokedAt
+      for (let n = 0; n < 20; n++) await read(kept.key)
+      const after = await cacheMisses(target, target.otherUrl)
+      // The revoked key's own reads after its revocation are misses; the kept key's must not be.
+      const keptMisses = before === undefined || after === undefined ? undefined : after - before - 1
+      const observed = `${status} after ${Math.round(refusedAfter)} ms (CLI exit ${String(revoked.code)}); the other key: ${keptMisses === undefined ? 'metrics unreadable' : `${keptMisses} cache misses`}`
+      return { observed, ok: status === 401 && refusedAfter < 1000 && keptMisses === 0 }
+    }
+  },
+
+  // 9. A /portal error was the API's JSON.
+  ...([
+    ['a JSON body posted to /portal/login', { 'content-type': 'application/json' }, '{"email":"a@b.io"}', '415 page'],
+    ['a text/plain body posted to /portal/login', { 'content-type': 'text/plain' }, 'email=a@b.io', '415 page'],
+    ['a gzip-encoded form posted to /portal/login', { 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': 'gzip' }, 'a=b', '415 page'],
+    ['a 20 KB form posted to /portal/login', { 'content-type': 'application/x-www-form-urlencoded' }, `email=${'a'.repeat(20_000)}`, '413 page']
+  ] as const).map(([name, headers, body, expected]): AttackCase => ({
+    item: '9',
+    name,
+    expected,
+    run: async (target) => {
+      const response = await fetch(`${target.baseUrl}/portal/login`, { method: 'POST', headers, body })
+      const observed = `${response.status}${/^text\/html/.test(response.headers.get('content-type') ?? '') ? ' page' : ` ${response.headers.get('content-type') ?? ''}`}`
+      await response.arrayBuffer()
+      return { observed, ok: observed === expected }
+    }
+  })),
+  {
+    item: '9',
+    name: 'a 3,000-character path segment under /portal',
+    expected: '404 page',
+    run: async (target) => {
+      const response = await fetch(`${target.baseUrl}/portal/keys/${'k'.repeat(3000)}/revoke`)
+      const observed = `${response.status}${/^text\/html/.test(response.headers.get('content-type') ?? '') ? ' page' : ` ${response.headers.get('content-type') ?? ''}`}`
+      await response.arrayBuffer()
+      return { observed, ok: observed === '404 page' }
+    }
+  },
+  {
+    item: '9',
+    name: 'a Content-Length of 1,000,000 on /portal/login, body never sent',
+    expected: '413 page',
+    run: async (target) => {
+      const observed = await new Promise<string>((resolve, reject) => {
+        const outgoing = httpRequest(`${target.baseUrl}/portal/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '1000000' } }, (response) => {
+          response.resume()
+          resolve(`${response.statusCode ?? 0}${/^text\/html/.test(String(response.headers['content-type'])) ? ' page' : ` ${String(response.headers['content-type'])}`}`)
+          outgoing.destroy()
+        })
+        outgoing.on('error', (error) => { if (!outgoing.destroyed) reject(error) })
+        outgoing.flushHeaders()
+      })
+      return { observed, ok: observed === '413 page' }
+    }
+  }
+]
+
+// ---------------------------------------------------------------------------------------
+// Running every case on every engine
+
+interface Row { engine: string, item: string, name: string, expected: string, observed: string, ok: boolean }
+
+async function postgresSchema (): Promise<{ url: string, drop: () => Promise<void> } | undefined> {
+  const admin = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 })
+  try {
+    await admin.connect()
+  } catch (error) {
+    console.error(`PostgreSQL at ${POSTGRES_URL} does not answer (${(error as Error).message}): SQLite only`)
+    return undefined
+  }
+  const schema = `attack_${randomBytes(6).toString('hex')}`
+  await admin.query(`CREATE SCHEMA ${schema}`)
+  await admin.end()
+  const url = new URL(POSTGRES_URL)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL })
+      await client.connect()
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      await client.end()
+    }
+  }
+}
+
+async function attack (engine: Target['engine'], databaseUrl: string, cases: AttackCase[]): Promise<Row[]> {
+  const store = engine === 'sqlite' ? openSqliteStore(databaseUrl.slice('sqlite:'.length)) : openPostgresStore(databaseUrl, { poolSize: 4, onError: () => {} })
+  await store.migrate()
+  const first = await startServer(databaseUrl)
+  const second = await startServer(databaseUrl)
+  const target: Target = {
+    engine,
+    baseUrl: first.baseUrl,
+    otherUrl: second.baseUrl,
+    metricsUrl: (baseUrl) => `${baseUrl}/metrics`,
+    metricsAuth: { authorization: `Bearer ${METRICS_TOKEN}` },
+    databaseUrl,
+    store,
+    cli: cliRunner(databaseUrl)
+  }
+  const rows: Row[] = []
+  try {
+    for (const item of cases) {
+      let result: { observed: string, ok: boolean }
+      try {
+        result = await item.run(target)
+      } catch (error) {
+        result = { observed: `failed: ${(error as Error).message}`, ok: false }
+      }
+      rows.push({ engine, item: item.item, name: item.name, expected: item.expected, ...result })
+      console.error(`${result.ok ? 'ok  ' : 'FAIL'} ${engine} ${item.item} ${item.name}: ${result.observed}`)
+    }
+  } finally {
+    await stopServer(first)
+    await stopServer(second)
+    await store.close()
+  }
+  return rows
+}
+
+function table (rows: Row[]): string {
+  const cells = [['engine', 'case', 'expected', 'observed', ''], ...rows.map((row) => [row.engine, `${row.item}. ${row.name}`, row.expected, row.observed, row.ok ? 'ok' : 'DIFFERS'])]
+  const escape = (text: string): string => text.replace(/\s+/g, ' ').replaceAll('|', '\\|')
+  return [
+    `| ${cells[0]?.join(' | ') ?? ''} |`,
+    '|---|---|---|---|---|',
+    ...cells.slice(1).map((row) => `| ${row.map(escape).join(' | ')} |`)
+  ].join('\n')
+}
+
+const only = process.env.ATTACK_ONLY
+const cases = only === undefined ? CASES : CASES.filter((item) => item.name.includes(only))
+const dir = mkdtempSync(join(tmpdir(), 'animal-store-attack-'))
+const rows: Row[] = []
+try {
+  rows.push(...await attack('sqlite', `sqlite:${join(dir, 'animal-store.sqlite')}`, cases))
+  const postgres = await postgresSchema()
+  if (postgres !== undefined) {
+    try {
+      rows.push(...await attack('postgres', postgres.url, cases))
+    } finally {
+      await postgres.drop()
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
+console.log(table(rows))
+const differing = rows.filter((row) => !row.ok).length
+console.log(`\n${rows.length} cases, ${differing} differ from what is expected (${new Date().toISOString()}).`)
+process.exitCode = differing === 0 ? 0 : 1
