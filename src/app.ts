@@ -58,6 +58,7 @@ export async function buildApp ({ config, store: rawStore, logger, hotPaths: hot
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
   const catalog = new PetCatalog(store.pets)
+  rawStore.onPrimaryChange?.(() => { catalog.forget() })
   const reads = new PetReads(catalog, createCursorCodec(cursorSecret), config.publicBaseUrl ?? '/v1')
   const frontGate = new FrontGate(config.metricsEnabled ? metrics : undefined, verifier)
   const hotPaths = [new HotReads({ gate: frontGate, reads }), new HotCreates({ gate: frontGate, catalog })]
