@@ -125,6 +125,26 @@ describe('failover', () => {
     t.diagnostic(describeTrial(trial))
   })
 
+  test('after a failover, an animal read on the old primary is not answered from the cache: the new primary may have given its id to another', { timeout: 120_000 }, async (t) => {
+    const pair = await startReplicatedPair(t)
+    if (pair === undefined) return t.skip('PostgreSQL server binaries are missing')
+    const instance = await startInstance(t, [pair.primary.url, pair.standby.url])
+    const auth = { authorization: `Bearer ${await createTestKey(instance.store)}` }
+    const created = await fetch(`${instance.baseUrl}/v1/pets`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":"on the old primary","categoryId":1}' })
+    const { id } = await created.json() as { id: number }
+    const read = async (): Promise<string> => await (await fetch(`${instance.baseUrl}/v1/pets/${id}`, { headers: auth })).text()
+    assert.match(await read(), /on the old primary/)
+    assert.match(await read(), /on the old primary/, 'read again, from the cache')
+
+    pair.primary.kill()
+    await pair.standby.promote()
+    // Stands for a create the old primary showed but never sent: the new primary reuses its id.
+    await pair.standby.query("UPDATE pets SET name = 'on the new primary' WHERE id = $1", [id])
+    await pair.standby.waitFor('the instance to follow the promoted standby', async () =>
+      instance.store.replicationStats?.().primary === `127.0.0.1:${pair.standby.port}/postgres`)
+    assert.match(await read(), /on the new primary/)
+  })
+
   test('a create whose wait for the synchronous standby is cancelled is answered 503, although PostgreSQL reports its commit a success', { timeout: 120_000 }, async (t) => {
     const pair = await startReplicatedPair(t, { synchronous: true })
     if (pair === undefined) return t.skip('PostgreSQL server binaries are missing')
