@@ -167,6 +167,8 @@ export interface PairOptions {
   synchronous?: boolean
   /** The standby applies each commit this long after the primary made it (recovery_min_apply_delay): a replica that lags. */
   applyDelayMs?: number
+  /** shared_buffers of both servers (16MB: tests keep little data). */
+  sharedBuffers?: string
 }
 
 /**
@@ -177,6 +179,15 @@ export interface PairOptions {
 export async function startReplicatedPair (t: TestContext, options: PairOptions = {}): Promise<ReplicatedPair | undefined> {
   const bin = postgresServerBinaries()
   if (bin === undefined) return undefined
+  const pair = await buildReplicatedPair(bin, options, (destroy) => { t.after(destroy) })
+  return pair
+}
+
+/**
+ * The same for a script: `onCleanup` receives the function that stops both servers and removes
+ * their folder, as soon as there is something to remove (before anything can fail).
+ */
+export async function buildReplicatedPair (bin: string, options: PairOptions, onCleanup: (destroy: () => Promise<void>) => void): Promise<ReplicatedPair> {
   const root = mkdtempSync(join(tmpdir(), 'animal-store-pg-'))
   if (process.getuid?.() === 0) {
     const postgresUid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
@@ -184,7 +195,7 @@ export async function startReplicatedPair (t: TestContext, options: PairOptions 
     chownSync(root, postgresUid, postgresGid)
   }
   const servers: PgServer[] = []
-  t.after(async () => {
+  onCleanup(async () => {
     for (const server of servers) {
       if (server.pid() !== undefined) await server.stop('immediate').catch(() => { server.kill() })
     }
@@ -199,7 +210,7 @@ export async function startReplicatedPair (t: TestContext, options: PairOptions 
     port: primary.port,
     listen_addresses: '127.0.0.1',
     unix_socket_directories: root,
-    shared_buffers: '16MB',
+    shared_buffers: options.sharedBuffers ?? '16MB',
     max_connections: 200,
     synchronous_commit: 'on'
   })
