@@ -20,6 +20,10 @@ interface Trial {
   outageMs: number
   /** From the promotion to the first 201 after it. */
   afterPromotionMs: number
+  /** The longest any request waited for its answer. */
+  slowestMs: number
+  /** How far the standby's flushed WAL was behind the primary's just before the SIGKILL. */
+  standbyBehindBytes: number
 }
 
 /**
@@ -48,6 +52,7 @@ async function failoverTrial (t: TestContext, synchronous: boolean): Promise<Tri
   let promotedAt = 0
   let backAt = 0
   let afterBack = 0
+  let slowestMs = 0
   let reachedBefore: () => void = () => {}
   const before = new Promise<void>((resolve) => { reachedBefore = resolve })
   const writers = Array.from({ length: WRITERS }, async (_, writer) => {
@@ -62,6 +67,7 @@ async function failoverTrial (t: TestContext, synchronous: boolean): Promise<Tri
           signal: AbortSignal.timeout(REQUEST_DEADLINE_MS)
         })
         const body = await response.text()
+        slowestMs = Math.max(slowestMs, Date.now() - sentAt)
         if (response.status === 201) {
           acknowledged.set((JSON.parse(body) as { id: number }).id, name)
           if (acknowledged.size >= BEFORE) reachedBefore()
@@ -83,6 +89,7 @@ async function failoverTrial (t: TestContext, synchronous: boolean): Promise<Tri
   })
 
   await Promise.race([before, Promise.all(writers)])
+  const [behind] = await pair.primary.query<{ bytes: string }>("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), flush_lsn)::text AS bytes FROM pg_stat_replication WHERE application_name = 'standby'")
   killedAt = Date.now()
   pair.primary.kill()
   await pair.standby.promote()
@@ -102,12 +109,13 @@ async function failoverTrial (t: TestContext, synchronous: boolean): Promise<Tri
   assert.equal(ready.timeline, 2)
   await server.waitForLog((entry) => typeof entry.msg === 'string' && entry.msg.startsWith(`the PostgreSQL primary is now 127.0.0.1:${pair.standby.port}/postgres (timeline 2)`))
   if (!synchronous) await server.waitForLog((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('PostgreSQL replicates asynchronously'))
-  return { acknowledged, lost, unavailable, outageMs: backAt - killedAt, afterPromotionMs: backAt - promotedAt }
+  return { acknowledged, lost, unavailable, outageMs: backAt - killedAt, afterPromotionMs: backAt - promotedAt, slowestMs, standbyBehindBytes: Number(behind?.bytes ?? NaN) }
 }
 
 const describeTrial = (trial: Trial): string =>
   `${trial.acknowledged.size} creates acknowledged, ${trial.lost} of them lost; ${trial.unavailable} answers 503 with Retry-After; ` +
-  `first 201 ${trial.outageMs} ms after the SIGKILL, ${trial.afterPromotionMs} ms after the promotion`
+  `first 201 ${trial.outageMs} ms after the SIGKILL, ${trial.afterPromotionMs} ms after the promotion; slowest answer ${trial.slowestMs} ms; ` +
+  `the standby had flushed all but ${trial.standbyBehindBytes} bytes of WAL just before the SIGKILL`
 
 describe('failover', () => {
   test('synchronous replication: SIGKILL the primary under 64 concurrent writers, promote the standby: every create answered 201 is on it, and the service follows it by itself with only 503 and Retry-After between', { timeout: 180_000 }, async (t) => {

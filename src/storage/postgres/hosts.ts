@@ -136,9 +136,10 @@ class Host {
     return this.poolInstance
   }
 
+  /** libpq's check, word for word: a hot standby answers on, and so does a primary an operator made read-only. */
   private async checkWritable (client: pg.ClientBase): Promise<void> {
-    const { rows } = await client.query<{ read_only: boolean }>("SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' AS read_only")
-    if (rows[0]?.read_only !== false) throw new NotPrimaryError(this.label)
+    const { rows } = await client.query<{ transaction_read_only: string }>('SHOW transaction_read_only')
+    if (rows[0]?.transaction_read_only !== 'off') throw new NotPrimaryError(this.label)
   }
 
   /** One probe at a time per host; a caller arriving meanwhile shares it. */
@@ -160,7 +161,12 @@ class Host {
         this.probeClient = client
         await client.connect()
       }
-      const { rows: [row] } = await this.probeClient.query<ProbeRow>(PROBE_SQL)
+      const row = await this.probeClient.query<ProbeRow>(PROBE_SQL).then(({ rows }) => rows[0], async (error: unknown) => {
+        // A PostgreSQL-compatible engine without these functions (42883): a host that takes writes is the primary, and has no replicas to measure.
+        if ((error as { code?: string }).code !== '42883' || this.probeClient === undefined) throw error
+        const { rows: [{ transaction_read_only: readOnly } = { transaction_read_only: 'on' }] } = await this.probeClient.query<{ transaction_read_only: string }>('SHOW transaction_read_only')
+        return { in_recovery: false, read_only: readOnly !== 'off', lsn: '0', received: null, timeline: 0 }
+      })
       if (row === undefined || row.lsn === null) throw new Error('the probe returned no position')
       this.sample = {
         up: true,
