@@ -110,7 +110,8 @@ describe('reads from a PostgreSQL hot standby', () => {
   test('a replica stopped mid-run costs clients nothing; /readyz and /metrics show the primary and the replica\'s lag, then that it is down', { timeout: 120_000 }, async (t) => {
     const pair = await startReplicatedPair(t)
     if (pair === undefined) return t.skip('PostgreSQL server binaries are missing')
-    const onReplica = await startInstance(t, [pair.primary.url], { replicaUrls: [pair.standby.url] })
+    const warnings: string[] = []
+    const onReplica = await startInstance(t, [pair.primary.url], { replicaUrls: [pair.standby.url], onWarning: (message) => warnings.push(message) })
     await onReplica.store.pets.insertMany(animals(800))
     const auth = { authorization: `Bearer ${await createTestKey(onReplica.store)}` }
     await replicaInUse(onReplica.store)
@@ -154,6 +155,10 @@ describe('reads from a PostgreSQL hot standby', () => {
     assert.equal(readyAfter.status, 200, 'a replica down leaves the service ready')
     assert.equal((await readyAfter.json() as typeof ready).replicas[0]?.state, 'down')
     assert.match(await (await fetch(`${onReplica.baseUrl}/metrics`)).text(), new RegExp(`^db_replica_in_use\\{host="${standbyHost}"\\} 0$`, 'm'))
+    for (const deadline = Date.now() + 10_000; !warnings.some((message) => message.startsWith(`read replica ${standbyHost} is not read from (down`));) {
+      assert.ok(Date.now() < deadline, `operators are told the replica is down: ${JSON.stringify(warnings)}`)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
   })
 
   test('a revoked key is refused, and stays refused, although the replica that looks keys up has not applied the revocation yet', { timeout: 120_000 }, async (t) => {

@@ -211,6 +211,8 @@ export class Replica {
    */
   floor: bigint | undefined
   floorEpoch = -1
+  /** The state last reported to operators; undefined until it was first in use (catching up at start is no news). */
+  reported: ReplicaStatus['state'] | undefined
 
   constructor (readonly host: Host) {}
 
@@ -324,21 +326,35 @@ export class PostgresHosts {
   }
 
   status (): ReplicationStatus {
-    const limit = this.options.replicaMaxLagMs ?? 5000
     const current = this.current
     return {
       primary: current?.label,
       timeline: current?.sample?.up === true ? current.sample.timeline : undefined,
       hosts: this.hosts.map((host) => ({ host: host.label, role: roleOf(host, current) })),
-      replicas: this.replicas.map((replica): ReplicaStatus => {
-        const sample = replica.host.sample
-        const lagMs = this.lagOf(replica)
-        const rounded = lagMs === undefined ? undefined : Math.round(lagMs)
-        if (sample?.up !== true) return { host: replica.label, state: 'down', lagMs: undefined }
-        if (!sample.inRecovery) return { host: replica.label, state: 'not a standby', lagMs: undefined }
-        if (lagMs === undefined) return { host: replica.label, state: 'catching up', lagMs: undefined }
-        return { host: replica.label, state: lagMs > limit ? 'lagging' : 'in use', lagMs: rounded }
-      })
+      replicas: this.replicas.map((replica) => this.replicaStatus(replica))
+    }
+  }
+
+  private replicaStatus (replica: Replica): ReplicaStatus {
+    const sample = replica.host.sample
+    const lagMs = this.lagOf(replica)
+    if (sample?.up !== true) return { host: replica.label, state: 'down', lagMs: undefined }
+    if (!sample.inRecovery) return { host: replica.label, state: 'not a standby', lagMs: undefined }
+    if (lagMs === undefined) return { host: replica.label, state: 'catching up', lagMs: undefined }
+    return { host: replica.label, state: lagMs > (this.options.replicaMaxLagMs ?? 5000) ? 'lagging' : 'in use', lagMs: Math.round(lagMs) }
+  }
+
+  /** Operators hear when a replica stops being read from, and when it is read from again. */
+  private reportReplicaStates (): void {
+    for (const replica of this.replicas) {
+      const { state } = this.replicaStatus(replica)
+      const sample = replica.host.sample
+      if (replica.reported === 'in use' && state !== 'in use') {
+        this.options.onWarning(`read replica ${replica.label} is not read from (${state}${sample?.up === false ? `: ${sample.reason}` : ''}): its reads go to the primary`)
+      } else if (replica.reported !== undefined && replica.reported !== 'in use' && state === 'in use') {
+        this.options.onWarning(`read replica ${replica.label} is read from again`)
+      }
+      if (state === 'in use' || replica.reported !== undefined) replica.reported = state
     }
   }
 
@@ -351,6 +367,7 @@ export class PostgresHosts {
       this.choosePrimary()
       this.recordPrimaryPosition()
       this.placeFloors()
+      this.reportReplicaStates()
     })().finally(() => { this.round = undefined })
     await this.round
   }
