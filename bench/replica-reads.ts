@@ -14,7 +14,7 @@
  * run unpinned on the same machine, so on a small host a replica moves work from one server to
  * another without adding a core: what it buys there is load taken off the primary, not throughput.
  *
- * Environment: BENCH_ANIMALS (200000), BENCH_ROUNDS (3), BENCH_DURATION (5s), BENCH_CONNECTIONS (50).
+ * Environment: BENCH_ANIMALS (200000), BENCH_ROUNDS (5), BENCH_DURATION (5s), BENCH_CONNECTIONS (50).
  * Writes bench/results/<date>-replica-reads.md.
  */
 import { writeFileSync } from 'node:fs'
@@ -27,7 +27,7 @@ import { median, startContender, stopContender, wrkWhileSampling, type Measureme
 import { machine, root } from './support.js'
 
 const ANIMALS = Number(process.env.BENCH_ANIMALS ?? 200_000)
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const DURATION = process.env.BENCH_DURATION ?? '5s'
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const script = join(root, 'bench', 'random-id.lua')
