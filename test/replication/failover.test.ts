@@ -7,8 +7,8 @@ import { launchServer } from '../helpers/server-process.js'
 
 const WRITERS = 64
 /** Creates acknowledged before the primary is killed, and after the service is back. */
-const BEFORE = 400
-const AFTER = 200
+const BEFORE = 200
+const AFTER = 100
 /** A client gives up on a request after this: longer would be a hang. */
 const REQUEST_DEADLINE_MS = 20_000
 
