@@ -93,9 +93,11 @@ const reasonOf = (error: unknown): string => {
 /** Whether a failed statement may mean the primary has gone or changed: then look for it again. */
 function pointsAtFailover (error: unknown): boolean {
   if (error instanceof NotPrimaryError) return true
-  const code = (error as { code?: unknown }).code
-  // No SQLSTATE: the socket failed or timed out. 08: connection exceptions; 57P0x: shut down or starting; 25006: read-only.
-  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0|25006)/.test(code)
+  const { code, severity } = error as { code?: unknown, severity?: unknown }
+  // Not an error the server sent (it has a severity): the socket failed or timed out.
+  if (severity === undefined) return true
+  // 08: connection exceptions; 57P0x: shutting down, crashed or starting; 25006: read-only.
+  return typeof code === 'string' && /^(08|57P0|25006)/.test(code)
 }
 
 class NotPrimaryError extends Error {
