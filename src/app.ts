@@ -97,6 +97,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
   const catalog = new PetCatalog(store.pets)
+  rawStore.onPrimaryChange?.(() => { catalog.forget() })
   const reads = new PetReads(catalog, createCursorCodec(cursorSecret), config.publicBaseUrl ?? '/v1')
   const idempotencyKeys = new IdempotencyKeys(store.idempotency, (error) => log.error({ err: error }, 'purging idempotency keys failed'))
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConfigError, loadConfig, redactUrl } from './config.js'
+import { ConfigError, loadConfig, postgresUrls, redactUrl } from './config.js'
 
 test('loadConfig applies the documented defaults', () => {
   assert.deepEqual(loadConfig({}), {
@@ -9,6 +9,8 @@ test('loadConfig applies the documented defaults', () => {
     webConcurrency: 1,
     storage: { engine: 'sqlite', path: './data/animal-store.sqlite' },
     databasePoolSize: 10,
+    databaseReplicaUrls: [],
+    replicaMaxLagMs: 5000,
     writeBatchSize: 256,
     writeBatchWaitMs: 5,
     sqliteSynchronous: 'full',
@@ -89,6 +91,27 @@ test('loadConfig recognises PostgreSQL URLs', () => {
   assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).storage, { engine: 'postgres', url: 'postgres://u@h/db' })
 })
 
+test('DATABASE_URL may list one PostgreSQL URL per host, and DATABASE_REPLICA_URLS the replicas', () => {
+  const config = loadConfig({
+    DATABASE_URL: 'postgres://app:a,b@db-1:5432/animals, postgresql://app:pw@db-2/animals?sslmode=require',
+    DATABASE_REPLICA_URLS: 'postgres://app@db-3/animals,postgres://app@db-4/animals',
+    REPLICA_MAX_LAG_MS: '250'
+  })
+  assert.ok(config.storage.engine === 'postgres')
+  // A comma inside a URL (here in the password) does not split it.
+  assert.deepEqual(postgresUrls(config.storage.url), ['postgres://app:a,b@db-1:5432/animals', 'postgresql://app:pw@db-2/animals?sslmode=require'])
+  assert.deepEqual(config.databaseReplicaUrls, ['postgres://app@db-3/animals', 'postgres://app@db-4/animals'])
+  assert.equal(config.replicaMaxLagMs, 250)
+  assert.deepEqual(postgresUrls('postgres://u@h/db'), ['postgres://u@h/db'])
+
+  assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://db-1,db-2/animals' }), /one host per URL/)
+  assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://u:s3cret@db-1,db-2/a,postgres://u:s3cret@db-3/a' }),
+    (error: Error) => /DATABASE_URL/.test(error.message) && !error.message.includes('s3cret'))
+  assert.throws(() => loadConfig({ DATABASE_REPLICA_URLS: 'postgres://db-3/animals' }), /DATABASE_REPLICA_URLS.*PostgreSQL/)
+  assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://db-1/a', DATABASE_REPLICA_URLS: 'db-3' }), /DATABASE_REPLICA_URLS/)
+  assert.throws(() => loadConfig({ REPLICA_MAX_LAG_MS: '-1' }), /REPLICA_MAX_LAG_MS/)
+})
+
 test('loadConfig names every bad variable and hides passwords', () => {
   assert.throws(
     () => loadConfig({ PORT: '80a', DATABASE_URL: 'mysql://u:secret@h/db', LOG_LEVEL: 'loud', PUBLIC_BASE_URL: 'ftp://x' }),
@@ -123,4 +146,6 @@ test('redactUrl hides passwords in the authority and in the query', () => {
   assert.equal(redactUrl('postgres://app:s3cret@db:5432/x'), 'postgres://app:****@db:5432/x')
   assert.equal(redactUrl('postgres://db/x?user=app&password=s3cret&sslmode=require'), 'postgres://db/x?user=app&password=****&sslmode=require')
   assert.equal(redactUrl('sqlite:./data/x.sqlite'), 'sqlite:./data/x.sqlite')
+  assert.equal(redactUrl('postgres://app:one@db-1/x,postgres://db-2/x?password=two,postgres://app:th,ree@db-3/x'),
+    'postgres://app:****@db-1/x,postgres://db-2/x?password=****,postgres://app:****@db-3/x')
 })

@@ -2,6 +2,7 @@ import { isIP } from 'node:net'
 
 export type StorageLocation =
   | { engine: 'sqlite', path: string }
+  /** `url` is DATABASE_URL as given: one URL, or several separated by commas (see postgresUrls). */
   | { engine: 'postgres', url: string }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -15,8 +16,12 @@ export interface Config {
   /** Worker processes serving HOST:PORT (node:cluster); 1 serves from this process alone. */
   webConcurrency: number
   storage: StorageLocation
-  /** Maximum connections per instance in the PostgreSQL pool. */
+  /** Maximum connections per instance in the PostgreSQL pool (one pool per host). */
   databasePoolSize: number
+  /** PostgreSQL hot standbys that may answer catalogue reads and key lookups; empty reads from the primary only. */
+  databaseReplicaUrls: string[]
+  /** A replica whose replay lags the primary by more than this is not read from. */
+  replicaMaxLagMs: number
   /** Most concurrent creates committed in one transaction (group commit); 1 commits each create alone. */
   writeBatchSize: number
   /** Longest a create waits for others to join its batch while the server is busy with other requests (5 on SQLite, 0 on PostgreSQL); 0 commits at the next turn. */
@@ -80,6 +85,8 @@ export function loadConfig (env: Env): Readonly<Config> {
   const webConcurrency = readInteger('WEB_CONCURRENCY', env.WEB_CONCURRENCY, 1, 64, fail)
   const storage = readStorage(env.DATABASE_URL, fail)
   const databasePoolSize = readInteger('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 1, 1000, fail)
+  const databaseReplicaUrls = readReplicaUrls(env.DATABASE_REPLICA_URLS, storage, fail)
+  const replicaMaxLagMs = readInteger('REPLICA_MAX_LAG_MS', env.REPLICA_MAX_LAG_MS, 0, 3_600_000, fail)
   const writeBatchSize = readInteger('WRITE_BATCH_SIZE', env.WRITE_BATCH_SIZE, 1, 1000, fail)
   const writeBatchWaitMs = readInteger('WRITE_BATCH_WAIT_MS', env.WRITE_BATCH_WAIT_MS, 0, 1000, fail)
   const sqliteSynchronous = readSqliteSynchronous(env.SQLITE_SYNCHRONOUS, fail)
@@ -105,6 +112,8 @@ export function loadConfig (env: Env): Readonly<Config> {
     webConcurrency: webConcurrency ?? 1,
     storage: storage ?? { engine: 'sqlite' as const, path: DEFAULT_SQLITE_PATH },
     databasePoolSize: databasePoolSize ?? 10,
+    databaseReplicaUrls: databaseReplicaUrls ?? [],
+    replicaMaxLagMs: replicaMaxLagMs ?? 5000,
     writeBatchSize: writeBatchSize ?? 256,
     writeBatchWaitMs: writeBatchWaitMs ?? defaultWriteBatchWaitMs(storage?.engine ?? 'sqlite'),
     sqliteSynchronous: sqliteSynchronous ?? 'full',
@@ -150,10 +159,38 @@ function readStorage (value: string | undefined, fail: Fail): StorageLocation | 
     const path = value.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
     return path === '' ? fail('DATABASE_URL', 'sqlite: needs a file path, as in sqlite:./data/animal-store.sqlite', value) : { engine: 'sqlite', path }
   }
-  if (/^postgres(ql)?:\/\/./.test(value)) return { engine: 'postgres', url: value }
+  if (/^postgres(ql)?:\/\/./.test(value)) {
+    const problem = postgresUrlsProblem(value)
+    return problem === undefined ? { engine: 'postgres', url: value } : fail('DATABASE_URL', problem, redactUrl(value))
+  }
   // A value without a scheme is most often the path of a SQLite file.
   const hint = /^[a-z][a-z0-9+.-]*:/i.test(value) ? '' : `; for a SQLite file at that path write DATABASE_URL=sqlite:${value}`
-  return fail('DATABASE_URL', `expected sqlite:<path>, postgres://… or postgresql://…${hint}`, redactUrl(value))
+  return fail('DATABASE_URL', `expected sqlite:<path>, postgres://… or postgresql://… (several PostgreSQL hosts: their URLs separated by commas)${hint}`, redactUrl(value))
+}
+
+/**
+ * The PostgreSQL URLs of a comma-separated list, one per host. A comma splits the list only where
+ * the next URL begins, so a comma inside one URL (in a password, say) stays where it is.
+ */
+export function postgresUrls (value: string): string[] {
+  return value.split(/,\s*(?=postgres(?:ql)?:\/\/)/).map((url) => url.trim())
+}
+
+function postgresUrlsProblem (value: string): string | undefined {
+  for (const url of postgresUrls(value)) {
+    if (!/^postgres(ql)?:\/\/./.test(url)) return 'expected PostgreSQL URLs (postgres://… or postgresql://…) separated by commas'
+    // libpq's postgres://h1,h2/db names several hosts in one URL; the pg driver would take "h1,h2" for one host name.
+    const authority = /^postgres(?:ql)?:\/\/([^/?#]*)/.exec(url)?.[1] ?? ''
+    if (authority.slice(authority.lastIndexOf('@') + 1).includes(',')) return 'expected one host per URL: write postgres://h1/db,postgres://h2/db rather than postgres://h1,h2/db'
+  }
+  return undefined
+}
+
+function readReplicaUrls (value: string | undefined, storage: StorageLocation | undefined, fail: Fail): string[] | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  if (storage?.engine !== 'postgres') return fail('DATABASE_REPLICA_URLS', 'replicas need DATABASE_URL to name PostgreSQL', redactUrl(value))
+  const problem = postgresUrlsProblem(value.trim())
+  return problem === undefined ? postgresUrls(value.trim()) : fail('DATABASE_REPLICA_URLS', problem, redactUrl(value))
 }
 
 function readBaseUrl (variable: string, value: string | undefined, fail: Fail): string | undefined {
@@ -234,7 +271,7 @@ function readLogLevel (value: string | undefined, fail: Fail): LogLevel | undefi
   return (LOG_LEVELS as readonly string[]).includes(value) ? value as LogLevel : fail('LOG_LEVEL', `expected one of ${LOG_LEVELS.join(', ')}`, value)
 }
 
-/** Hides a password in a connection string before it is shown anywhere. */
+/** Hides the passwords in a connection string, or a comma-separated list of them, before it is shown anywhere. */
 export function redactUrl (value: string): string {
-  return value.replace(/(\/\/[^:/@]*:)[^@/]*@/, '$1****@').replace(/([?&]password=)[^&]*/i, '$1****')
+  return value.replace(/(\/\/[^:/@,]*:)[^@/]*@/g, '$1****@').replace(/([?&]password=)[^&,]*/gi, '$1****')
 }

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import type { Store } from '../storage/store.js'
 import { LabelledDurations } from './labelled-durations.js'
+import { registerReplicationMetrics } from './replication-metrics.js'
 
 /** A counter kept in a plain number by its owner and read from it at each scrape. */
 function counterReadWhenScraped (registry: Registry, name: string, help: string, read: () => number): Counter {
@@ -72,7 +73,7 @@ export class Metrics {
 
   readonly databasePool: Gauge<'state'> | undefined
 
-  constructor ({ poolStats, groupCommitStats }: Partial<Pick<Store, 'poolStats' | 'groupCommitStats'>> = {}) {
+  constructor ({ poolStats, groupCommitStats, replicationStats }: Partial<Pick<Store, 'poolStats' | 'groupCommitStats' | 'replicationStats'>> = {}) {
     this.requests.registerIn(this.registry,
       { name: 'http_request_duration_seconds', help: 'Time from request received to response sent, by method, route template and status code.' },
       { name: 'http_requests_total', help: 'HTTP requests answered, by method, route template and status code.' })
@@ -100,5 +101,6 @@ export class Metrics {
         this.set({ state: 'waiting' }, stats.waiting)
       }
     })
+    if (replicationStats) registerReplicationMetrics(this.registry, replicationStats)
   }
 }

@@ -81,3 +81,51 @@ test('a full animal cache takes an animal in on its second read, not its first',
   await catalog.findById(firstLeftOut)
   assert.ok(catalog.cachedById(firstLeftOut) !== undefined, 'cached on its second read')
 })
+
+test('forget() drops every cached animal and page, and what was being read when it was called is answered but not cached', async (t) => {
+  const store = await storeWithAnimals(t, 45)
+  // While holding, each read waits after the database answered, until the test lets it go.
+  let holding = false
+  const held: Array<() => void> = []
+  let bothHeld: () => void = () => {}
+  const hold = async (): Promise<void> => {
+    if (!holding) return
+    await new Promise<void>((resolve) => {
+      held.push(resolve)
+      if (held.length === 2) bothHeld()
+    })
+  }
+  const heldPets: PetRepository = Object.assign(Object.create(store.pets) as PetRepository, {
+    findById: async (id: number) => { const pet = await store.pets.findById(id); await hold(); return pet },
+    listPage: async (query: Parameters<PetRepository['listPage']>[0]) => { const page = await store.pets.listPage(query); await hold(); return page }
+  })
+  const catalog = new PetCatalog(heldPets)
+  const first = { status: undefined, afterId: 0, limit: 20 }
+  const second = { status: undefined, afterId: 20, limit: 20 }
+  await catalog.findById(1)
+  await catalog.listPage(first)
+  assert.ok(catalog.cachedById(1) !== undefined && catalog.cachedPage(first) !== undefined)
+
+  catalog.forget()
+  assert.equal(catalog.cachedById(1), undefined)
+  assert.equal(catalog.cachedPage(first), undefined)
+
+  // Reads that began before a failover was noticed may hold what the new primary never got.
+  holding = true
+  const reached = new Promise<void>((resolve) => { bothHeld = resolve })
+  const reading = catalog.findById(2)
+  const listing = catalog.listPage(second)
+  await reached
+  catalog.forget()
+  holding = false
+  for (const resolve of held) resolve()
+  assert.ok(await reading !== undefined)
+  assert.equal((await listing).count, 20)
+  assert.equal(catalog.cachedById(2), undefined)
+  assert.equal(catalog.cachedPage(second), undefined)
+
+  // Read again after the failover, they are cached as usual.
+  await catalog.findById(2)
+  await catalog.listPage(second)
+  assert.ok(catalog.cachedById(2) !== undefined && catalog.cachedPage(second) !== undefined)
+})

@@ -59,7 +59,9 @@ const needsRecheck = (page: CatalogPage): page is CatalogPage & { lastId: number
  *   to true, so a cached full page without a successor is re-checked, never trusted;
  * - a short page (the tail) is never cached;
  * - requests that miss the same page at the same moment share one query, but only a full
- *   page with a successor is shared: any other result is read again for the later request.
+ *   page with a successor is shared: any other result is read again for the later request;
+ * - after a failover (forget()), everything is dropped, and nothing read before it is cached after
+ *   it: the old primary may have shown a commit the new one never got, whose id it then reuses.
  * The day animals can change or disappear, this module is the one to rewrite.
  */
 export class PetCatalog {
@@ -71,6 +73,8 @@ export class PetCatalog {
 
   /** Pages being read from the database: concurrent misses of one page wait for one query. */
   private readonly loading = new Map<string, Promise<CatalogPage>>()
+  /** Moves at each forget(): a read that began before it is answered but not cached. */
+  private generation = 0
 
   constructor (private readonly repository: PetRepository) {}
 
@@ -88,11 +92,20 @@ export class PetCatalog {
     const key = String(id)
     const cached = this.pets.get(key)
     if (cached !== undefined) return cached
+    const generation = this.generation
     const pet = await this.repository.findById(id)
     if (pet === undefined) return undefined
     const json = petToJson(pet)
-    if (this.pets.hasRoomFor(json) || this.petAdmission.admits(id)) this.pets.set(key, json)
+    if (generation === this.generation && (this.pets.hasRoomFor(json) || this.petAdmission.admits(id))) this.pets.set(key, json)
     return json
+  }
+
+  /** Drops every cached animal and page: the database may have lost commits that were read (a new primary took over). */
+  forget (): void {
+    this.generation++
+    this.pets.clear()
+    this.pages.clear()
+    this.loading.clear()
   }
 
   /** The page when it is cached and needs no re-check; undefined means "ask listPage()". */
@@ -106,9 +119,10 @@ export class PetCatalog {
     const cached = this.pages.get(key)
     if (cached !== undefined) {
       if (!needsRecheck(cached)) return cached
+      const generation = this.generation
       if (!await this.repository.existsAfter(query.status, cached.lastId)) return cached
       const grown = { ...cached, hasMore: true }
-      this.pages.set(key, grown)
+      if (generation === this.generation) this.pages.set(key, grown)
       return grown
     }
     const inFlight = this.loading.get(key)
@@ -128,12 +142,13 @@ export class PetCatalog {
   }
 
   private async load (query: ListPetsQuery, key: string): Promise<CatalogPage> {
+    const generation = this.generation
     const { pets, hasMore } = await this.repository.listPage(query)
     const body = Buffer.from(`[${pets.map(petToJson).join(',')}]`)
     const page = { count: pets.length, lastId: pets.at(-1)?.id, hasMore }
     if (page.count < query.limit) return { ...page, body, etag: undefined }
     const full = { ...page, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
-    this.pages.set(key, full)
+    if (generation === this.generation) this.pages.set(key, full)
     return full
   }
 }

@@ -233,6 +233,23 @@ export interface IdempotencyRepository {
   purgeCreatedBefore (date: Date): Promise<number>
 }
 
+/** Where a PostgreSQL service with several hosts or read replicas stands (for /readyz and /metrics). */
+export interface ReplicationStats {
+  /** The host that takes writes (host:port/database); undefined while none is known. */
+  primary: string | undefined
+  timeline: number | undefined
+  hosts: Array<{ host: string, role: 'primary' | 'standby' | 'writable' | 'down' | 'unknown' }>
+  replicas: Array<{
+    host: string
+    /** in use; lagging beyond the limit; catching up (not yet shown to follow the primary); down; not a standby */
+    state: 'in use' | 'lagging' | 'catching up' | 'down' | 'not a standby'
+    /** At most this far behind the primary, in milliseconds; undefined when unknown. */
+    lagMs: number | undefined
+  }>
+  /** Catalogue reads answered wholly by a replica, by a replica with one question to the primary, or by the primary. */
+  replicaReads: { replica: number, confirmed: number, primary: number }
+}
+
 export interface Store {
   readonly engine: 'sqlite' | 'postgres'
   readonly pets: PetRepository
@@ -254,6 +271,13 @@ export interface Store {
   groupCommitStats: () => { commits: number, syncs: number | undefined }
   /** Connection pool occupancy, for engines that pool connections. */
   poolStats?: () => { total: number, idle: number, waiting: number }
+  /** PostgreSQL: which host is the primary, how far each replica lags, where reads were answered. */
+  replicationStats?: () => ReplicationStats
+  /**
+   * Registers a listener called when a different primary has taken over (a failover): what was read
+   * before may include commits the new primary never got, so whatever was cached from it is to be dropped.
+   */
+  onPrimaryChange?: (listener: () => void) => void
   /** Resolves when the database answers a trivial query. */
   ping (): Promise<void>
   close (): Promise<void>

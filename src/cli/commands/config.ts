@@ -13,6 +13,8 @@ function describe (config: Readonly<Config>): Array<[string, string]> {
     ['WEB_CONCURRENCY', String(config.webConcurrency)],
     ['DATABASE_URL', storage],
     ['DATABASE_POOL_SIZE', String(config.databasePoolSize)],
+    ['DATABASE_REPLICA_URLS', redactUrl(config.databaseReplicaUrls.join(','))],
+    ['REPLICA_MAX_LAG_MS', String(config.replicaMaxLagMs)],
     ['WRITE_BATCH_SIZE', String(config.writeBatchSize)],
     ['WRITE_BATCH_WAIT_MS', String(config.writeBatchWaitMs)],
     ['SQLITE_SYNCHRONOUS', config.sqliteSynchronous],

@@ -5,7 +5,10 @@ import { JSON_TYPE } from '../headers.js'
 
 const READINESS_TIMEOUT_MS = 2000
 
-/** Probes for load balancers and orchestrators: outside /v1, no key, not in the API document. */
+/**
+ * Probes for load balancers and orchestrators: outside /v1, no key, not in the API document.
+ * On PostgreSQL, /readyz also names the primary and each replica's state and lag.
+ */
 export async function healthRoutes (app: FastifyInstance, { store }: { store: Store }): Promise<void> {
   app.get('/healthz', { schema: { hide: true } }, async function liveness (_request, reply) {
     return reply.type(JSON_TYPE).send('{"status":"ok"}')
@@ -23,6 +26,10 @@ export async function healthRoutes (app: FastifyInstance, { store }: { store: St
     } finally {
       clearTimeout(timer)
     }
-    return reply.type(JSON_TYPE).send('{"status":"ready"}')
+    const replication = store.replicationStats?.()
+    if (replication === undefined) return reply.type(JSON_TYPE).send('{"status":"ready"}')
+    // Which PostgreSQL host takes writes and how far each replica lags: what an operator asks first in a failover.
+    const { primary, timeline, hosts, replicas } = replication
+    return reply.type(JSON_TYPE).send(JSON.stringify({ status: 'ready', primary, timeline, hosts, replicas }))
   })
 }

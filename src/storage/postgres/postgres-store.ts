@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module'
 import type pg from 'pg'
 import { decideClaim } from '../../core/idempotency.js'
 import { exactInteger } from '../../core/int64.js'
@@ -21,6 +20,8 @@ import {
   type RevokeResult,
   type Store
 } from '../store.js'
+import { ReplicaReads } from '../replica-reads.js'
+import { PostgresHosts, type PoolLike, type Replica } from './hosts.js'
 import { POSTGRES_MIGRATIONS } from './migrations.js'
 
 const DEFAULT_WRITE_BATCH = 256
@@ -86,10 +87,10 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
   live: row.live
 })
 
-/** Connection failures and timeouts mean "try again later", not "bug". */
+/** Connection failures, timeouts and a host that turned read-only (a demoted primary) mean "try again later", not "bug". */
 function isUnavailable (error: unknown): boolean {
   const { code, message } = error as { code?: string, message?: string }
-  if (typeof code === 'string' && (/^(08|57P0|53)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH'].includes(code))) return true
+  if (typeof code === 'string' && (/^(08|57P0|53|25006)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH'].includes(code))) return true
   return typeof message === 'string' && /timeout|Connection terminated|connection .*closed|Client has encountered a connection error/i.test(message)
 }
 
@@ -106,21 +107,51 @@ export interface PostgresStoreOptions {
   writeBatchWaitMs?: number
   /** Background failures, such as an idle connection dropped by the server. */
   onError: (error: unknown) => void
-  /** Settings that put acknowledged writes at risk. */
+  /** Settings that put acknowledged writes at risk, and changes of primary. */
   onWarning?: (message: string) => void
+  /** Hot standbys that may answer catalogue reads and key lookups. */
+  replicaUrls?: readonly string[]
+  /** A replica that lags the primary by more than this is not read from (default 5000). */
+  replicaMaxLagMs?: number
 }
 
-export function openPostgresStore (url: string, options: PostgresStoreOptions): Store {
-  // Loaded on first use: a service on SQLite never pays for the driver at start-up or in memory.
-  const { Pool } = createRequire(import.meta.url)('pg') as typeof pg
-  const pool = new Pool({
-    connectionString: url,
-    max: options.poolSize,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    statement_timeout: STATEMENT_TIMEOUT_MS,
-    query_timeout: STATEMENT_TIMEOUT_MS + 1000,
-    idleTimeoutMillis: 30_000
+/**
+ * One URL, or one per host: the store writes to the host that is not in recovery and follows a
+ * failover by itself (hosts.ts); with `replicaUrls`, catalogue reads and key lookups may be answered
+ * by a hot standby when the answer is provably the primary's (replica-reads.ts).
+ */
+export function openPostgresStore (urls: string | readonly string[], options: PostgresStoreOptions): Store {
+  const hosts = new PostgresHosts(typeof urls === 'string' ? [urls] : urls, {
+    poolSize: options.poolSize,
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+    replicaUrls: options.replicaUrls,
+    replicaMaxLagMs: options.replicaMaxLagMs,
+    onError: options.onError,
+    onWarning: options.onWarning ?? (() => {})
   })
+  const primary = storeOn(hosts.primary, options)
+  // The same statements on each replica's pool; only their reads are used (ReplicaReads).
+  const onReplicas = new Map(hosts.replicas.map((replica) => [replica, storeOn(replica.host.pool, options)]))
+  const reads = new ReplicaReads(hosts, (replica: Replica) => onReplicas.get(replica) as Store)
+  return {
+    ...primary,
+    pets: onReplicas.size === 0 ? primary.pets : reads.pets(primary.pets),
+    apiKeys: onReplicas.size === 0 ? primary.apiKeys : reads.apiKeys(primary.apiKeys),
+    migrate: async () => {
+      const applied = await primary.migrate()
+      if (hosts.hostCount > 1 || onReplicas.size > 0) await warnAboutReplication(hosts.primary, options.onWarning ?? (() => {}))
+      return applied
+    },
+    replicationStats: () => ({ ...hosts.status(), replicaReads: { ...reads.counts } }),
+    onPrimaryChange: (listener) => { hosts.onPrimaryChange(listener) },
+    // Ends every host's pool, the replicas' included, once the pending creates are committed.
+    close: primary.close
+  }
+}
+
+/** The repositories on one pool: the primary's (which follows failovers), or a replica's. */
+function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
   // An idle connection dropped by the server must not take the process down.
   pool.on('error', options.onError)
 
@@ -385,6 +416,21 @@ export function openPostgresStore (url: string, options: PostgresStoreOptions): 
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     ping: async () => { await query('SELECT 1') },
     close: () => (closing ??= writes.drain().then(async () => pool.end()))
+  }
+}
+
+/**
+ * With several hosts, a failover keeps every acknowledged create only if each commit waited for a
+ * standby: synchronous_standby_names names one, and synchronous_commit is on (or remote_apply).
+ */
+async function warnAboutReplication (pool: PoolLike, warn: (message: string) => void): Promise<void> {
+  const { rows: [row] } = await pool.query<{ names: string, commit: string }>({
+    text: "SELECT current_setting('synchronous_standby_names') AS names, current_setting('synchronous_commit') AS commit"
+  })
+  if (row === undefined) return
+  if (row.names.trim() === '' || !['on', 'remote_apply'].includes(row.commit)) {
+    warn(`PostgreSQL replicates asynchronously (synchronous_standby_names='${row.names}', synchronous_commit=${row.commit}): ` +
+      'a failover can lose the creates acknowledged in the last moments before the primary failed. See docs/replication.md.')
   }
 }
 
