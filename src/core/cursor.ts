@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { LruCache } from './lru-cache.js'
+import { LRUCache } from 'lru-cache'
 
 /**
  * Keyset cursors: the id of the last animal of the previous page and the status filter
@@ -30,8 +30,8 @@ const MEMO_ENTRIES = 10_000
 export function createCursorCodec (secret: string): CursorCodec {
   const mac = (payload: string): Buffer =>
     createHmac('sha256', secret).update(payload).digest().subarray(0, MAC_BYTES)
-  const encoded = new LruCache<string>(MEMO_ENTRIES, () => 1)
-  const decoded = new LruCache<CursorPosition>(MEMO_ENTRIES, () => 1)
+  const encoded = new LRUCache<string, string>({ max: MEMO_ENTRIES })
+  const decoded = new LRUCache<string, CursorPosition>({ max: MEMO_ENTRIES })
 
   return {
     encode ({ afterId, status }) {
