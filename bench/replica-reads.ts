@@ -37,6 +37,9 @@ interface Run extends Measurement { onPrimary: number, onStandby: number, fromRe
 const commits = async (server: PgServer): Promise<number> =>
   Number((await server.query<{ commits: string }>('SELECT xact_commit AS commits FROM pg_stat_database WHERE datname = current_database()'))[0]?.commits)
 
+/** The scrape token of the contenders (GET /metrics is served only with one). */
+const METRICS_TOKEN = 'bench-replica-reads-metrics'
+
 async function waitForReplica (baseUrl: string): Promise<void> {
   const deadline = Date.now() + 60_000
   for (;;) {
@@ -49,7 +52,7 @@ async function waitForReplica (baseUrl: string): Promise<void> {
 
 /** Catalogue reads that reached the store, by where they were answered (db_replica_reads_total); none without a replica. */
 async function answers (baseUrl: string): Promise<{ replica: number, primary: number }> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text()
+  const text = await (await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
   const of = (where: string): number => Number(new RegExp(`^db_replica_reads_total\\{answered_by="${where}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0)
   return { replica: of('replica'), primary: of('primary') + of('confirmed') }
 }
@@ -82,7 +85,7 @@ try {
     for (const contender of round % 2 === 1 ? contenders : [...contenders].reverse()) {
       const running = await startContender(() => ({
         argv: ['node', join(root, 'dist', 'cli', 'main.js'), 'serve'],
-        env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', ...contender.env }
+        env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', METRICS_TOKEN, ...contender.env }
       }), true)
       try {
         for (let tries = 0; !(await fetch(`${running.baseUrl}/readyz`).then((response) => response.ok, () => false)); tries++) {

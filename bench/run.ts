@@ -6,7 +6,9 @@
  * performance issue checked. The service runs in three profiles side by side: bare (LOG_LEVEL=warn,
  * no protection configured), as shipped (the defaults), and production (rate limit shared through
  * Redis, CORS, metrics, info logs). Environment: BENCH_ROUNDS (5), BENCH_DURATION (2s),
- * BENCH_WARM_UP (1s), BENCH_SMALL (10000), BENCH_LARGE (1000000), BENCH_POSTGRES_URL, BENCH_LOG_LEVEL (warn).
+ * BENCH_WARM_UP (1s), BENCH_SMALL (10000), BENCH_LARGE (1000000), BENCH_POSTGRES_URL, BENCH_LOG_LEVEL (warn),
+ * BENCH_ONLY (contender names separated by semicolons: measure those and the ceiling only, for a quick look;
+ * the report then leaves the other targets unmeasured).
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -29,6 +31,8 @@ const WARM_UP = process.env.BENCH_WARM_UP ?? '1s'
 const SMALL = Number(process.env.BENCH_SMALL ?? 10_000)
 const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
+const ONLY = process.env.BENCH_ONLY?.split(';').map((part) => part.trim()).filter((part) => part !== '')
+const wanted = (name: string): boolean => ONLY === undefined || name === CEILING || ONLY.includes(name)
 const CLI = join(root, 'dist', 'cli', 'main.js')
 /** The V8 flag `npm start` and the Dockerfile run the service with. */
 const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4']
@@ -84,9 +88,10 @@ async function main (): Promise<void> {
   try {
     console.log(`Seeding ${SMALL} and ${LARGE} animals with animal-store seed …`)
     const small = await seededSqlite(join(dir, 'small.sqlite'), SMALL)
-    const large = await seededSqlite(join(dir, 'large.sqlite'), LARGE)
-    const postgresSmall = await seededPostgres('animal_store_bench_small', SMALL)
-    const postgresLarge = postgresSmall === undefined ? undefined : await seededPostgres('animal_store_bench_large', LARGE)
+    const largeName = `${LARGE.toLocaleString('en')} animals`
+    const large = wanted(`animal-store SQLite, ${largeName}`) ? await seededSqlite(join(dir, 'large.sqlite'), LARGE) : small
+    const postgresSmall = wanted('animal-store PostgreSQL') || wanted(`animal-store PostgreSQL, ${largeName}`) ? await seededPostgres('animal_store_bench_small', SMALL) : undefined
+    const postgresLarge = postgresSmall === undefined || !wanted(`animal-store PostgreSQL, ${largeName}`) ? undefined : await seededPostgres('animal_store_bench_large', LARGE)
     const jsonServer = await installJsonServer()
     const jsonDb = join(dir, 'json-server-db.json')
     const hostAtStart = hostConditions(join(dir, 'host-probe.bin'))
@@ -132,7 +137,7 @@ async function main (): Promise<void> {
     // In the order they take turns: the ratios of the targets compare neighbours (the service with the
     // ceiling before it, the 1,000,000-animal walk with the 10,000-animal one), measured seconds apart.
     // Creates take their turns in an order of their own (below).
-    const contenders: Contender[] = [
+    const contenders: Contender[] = ([
       { name: CEILING, animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => ceiling() },
       { name: CEILING_SYNCED_EACH, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('synced-each') },
       { name: CEILING_SYNCED, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('synced') },
@@ -153,7 +158,7 @@ async function main (): Promise<void> {
       { name: 'json-server 0.17', animals: SMALL, workloads: ['list', 'status', 'get', 'post'], pinned: true, paths: JSON_SERVER_PATHS, key: small.key, command: (port) => ({ argv: ['node', jsonServer, '--quiet', '--host', '127.0.0.1', '--port', String(port), jsonServerDatabase(jsonDb, SMALL)], env: {} }) },
       { name: 'animal-store SQLite, 1 worker, unpinned', animals: SMALL, workloads: ['list', 'post'], pinned: false, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, WEB_CONCURRENCY: '1' }) },
       { name: 'animal-store SQLite, 2 workers, unpinned', animals: SMALL, workloads: ['list', 'post'], pinned: false, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}`, WEB_CONCURRENCY: '2' }) }
-    ]
+    ] as Contender[]).filter((contender) => wanted(contender.name))
     // PostgreSQL contenders start on a fresh copy of their seeded database too.
     const postgresTemplates = new Map<string, string>()
     if (postgresSmall) postgresTemplates.set('animal-store PostgreSQL', 'animal_store_bench_small')
@@ -216,9 +221,14 @@ async function main (): Promise<void> {
     // them and durability off after, so both ratios compare neighbours; the mixed load follows the
     // ceiling's list rate.
     // The profiles follow durability off, which follows the bare service: every ratio compares runs at most two turns apart.
+    const measured = (wantedProfiles: Contender[]): Contender[] => wantedProfiles.filter((c) => contenders.includes(c))
     const createTurns = contenders.filter((c) => c.workloads.includes('post') && c !== oneTransactionPerCreate && !profiles.includes(c))
-    createTurns.splice(createTurns.findIndex((c) => c.name === 'animal-store SQLite'), 0, oneTransactionPerCreate)
-    createTurns.splice(createTurns.findIndex((c) => c.name === 'animal-store SQLite, durability off') + 1, 0, ...profiles)
+    const insertNear = (name: string, turns: Contender[], offset: number): void => {
+      const at = createTurns.findIndex((c) => c.name === name)
+      createTurns.splice(at === -1 ? createTurns.length : at + offset, 0, ...turns)
+    }
+    insertNear('animal-store SQLite', measured([oneTransactionPerCreate]), 0)
+    insertNear('animal-store SQLite, durability off', measured(profiles), 1)
     for (let round = 1; round <= ROUNDS; round++) {
       for (const contender of createTurns) await measureFresh(round, contender, ['post'])
       for (const contender of contenders.filter((c) => c.workloads.includes('mixed'))) await measureFresh(round, contender, ['mixed'])

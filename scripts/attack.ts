@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { createServer, type AddressInfo } from 'node:net'
+import { connect as connectSocket, createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -188,8 +188,18 @@ function tally (statuses: number[]): string {
   return [...counts].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(' ')
 }
 
-async function cacheMisses (target: Target, baseUrl: string): Promise<number | undefined> {
+/** The text of /metrics as rendered now: a scrape within a second of the previous one gets that one's text. */
+const lastScrape = new Map<string, number>()
+async function freshMetrics (target: Target, baseUrl: string): Promise<Response> {
+  const wait = 1100 - (performance.now() - (lastScrape.get(baseUrl) ?? -Infinity))
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
   const response = await fetch(target.metricsUrl(baseUrl), { headers: target.metricsAuth })
+  lastScrape.set(baseUrl, performance.now())
+  return response
+}
+
+async function cacheMisses (target: Target, baseUrl: string): Promise<number | undefined> {
+  const response = await freshMetrics(target, baseUrl)
   const match = /^api_key_cache_lookups_total\{result="miss"\} (\d+)$/m.exec(await response.text())
   return response.ok && match !== null ? Number(match[1]) : undefined
 }
@@ -213,6 +223,55 @@ async function addKeys (target: Target, email: string, count: number): Promise<s
 /** The status, whether it is a page, and whether its message names `field`. */
 function refusal (answer: Answer, field: string): string {
   return `${answer.status}${isHtml(answer) ? ' page' : ' not a page'}${messageOf(answer.body).includes(`The ${field} must not contain control characters`) ? `, names the ${field}` : `: ${messageOf(answer.body) || answer.body.slice(0, 80)}`}`
+}
+
+/** An API key of a fresh account, for the cases that call the API. */
+async function apiKey (target: Target): Promise<string> {
+  const email = unique('api')
+  await createAccount(target.store, { email })
+  return (await createApiKey(target.store, { email })).key
+}
+
+/** Writes raw bytes on a new connection; resolves with what came back once `done` says so, or the connection closed, or the deadline. */
+async function rawExchange (baseUrl: string, request: string, done: (received: string) => boolean, deadlineMs = 5000): Promise<{ received: string, closed: boolean, ms: number }> {
+  const { port } = new URL(baseUrl)
+  const started = performance.now()
+  const socket = connectSocket(Number(port), '127.0.0.1')
+  socket.on('error', () => {})
+  let received = ''
+  let closed = false
+  await once(socket, 'connect')
+  return await new Promise((resolve) => {
+    const finish = (): void => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve({ received, closed, ms: performance.now() - started })
+    }
+    const timer = setTimeout(finish, deadlineMs)
+    socket.setEncoding('latin1').on('data', (chunk: string) => {
+      received += chunk
+      if (done(received)) finish()
+    })
+    socket.on('close', () => { closed = true; finish() })
+    // Written byte for byte: a case may hold bytes that are not text (a byte-order mark).
+    socket.write(request, 'latin1')
+  })
+}
+
+const statusOf = (received: string): string => /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 'no answer'
+
+/** Keyed list requests answered in `ms` by `clients` concurrent clients. */
+async function keyedRate (baseUrl: string, key: string, ms: number, clients = 4): Promise<{ rate: number, statuses: number[] }> {
+  const statuses: number[] = []
+  const until = performance.now() + ms
+  await Promise.all(Array.from({ length: clients }, async () => {
+    while (performance.now() < until) {
+      const response = await fetch(`${baseUrl}/v1/pets?limit=5`, { headers: { authorization: `Bearer ${key}` } })
+      await response.arrayBuffer()
+      statuses.push(response.status)
+    }
+  }))
+  return { rate: statuses.length * 1000 / ms, statuses }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -458,7 +517,100 @@ export const CASES: AttackCase[] = [
       })
       return { observed, ok: observed === '413 page' }
     }
-  }
+  },
+  // 1. /metrics was a CPU amplifier open to anyone.
+  {
+    item: '1',
+    name: 'GET /metrics without the scrape token',
+    expected: '401',
+    run: async (target) => {
+      const response = await fetch(target.metricsUrl(target.baseUrl))
+      await response.arrayBuffer()
+      return { observed: String(response.status), ok: response.status === 401 }
+    }
+  },
+  {
+    item: '1',
+    name: '400 requests with 8 odd methods and 50 unknown paths: the request series they add',
+    expected: 'at most 2 series',
+    run: async (target) => {
+      const key = await apiKey(target)
+      const seriesOf = async (): Promise<number> => (await (await freshMetrics(target, target.baseUrl)).text()).split('\n').filter((line) => line.startsWith('http_requests_total{')).length
+      const before = await seriesOf()
+      const methods = ['PROPFIND', 'MKCOL', 'LOCK', 'UNLOCK', 'SEARCH', 'PURGE', 'REPORT', 'ACL']
+      for (let index = 0; index < 400; index++) {
+        await rawExchange(target.baseUrl, `${methods[index % 8] ?? 'GET'} /v1/nope-${index % 50} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`, (received) => /\r\n\r\n/.test(received))
+      }
+      const added = await seriesOf() - before
+      return { observed: `${added} series`, ok: added <= 2 }
+    }
+  },
+  {
+    item: '1',
+    name: 'four clients scraping /metrics in a loop beside keyed clients, against four clients asking /healthz',
+    expected: 'keyed reads at least 0.5× their rate beside /healthz',
+    run: async (target) => {
+      const key = await apiKey(target)
+      // Four clients that take their share of the server, cheaply or not: only what a scrape costs beyond a cheap request shows.
+      const beside = async (url: string, headers: Record<string, string>): Promise<{ rate: number, statuses: number[] }> => {
+        const done = { now: false }
+        const others = Array.from({ length: 4 }, async () => {
+          while (!done.now) await (await fetch(url, { headers })).arrayBuffer()
+        })
+        const measured = await keyedRate(target.baseUrl, key, 1500)
+        done.now = true
+        await Promise.all(others)
+        return measured
+      }
+      const cheap = await beside(`${target.baseUrl}/healthz`, {})
+      const scraped = await beside(target.metricsUrl(target.baseUrl), target.metricsAuth)
+      const ratio = scraped.rate / cheap.rate
+      return { observed: `${ratio.toFixed(2)}× (${Math.round(scraped.rate)} against ${Math.round(cheap.rate)} a second)`, ok: ratio >= 0.5 && scraped.statuses.every((status) => status === 200) }
+    }
+  },
+  // 7. An unauthenticated upload was read to the end.
+  {
+    item: '7',
+    name: 'POST /v1/pets without a key, Content-Length 1,000,000,000, 64 KB sent',
+    expected: '401, Connection: close, closed by the server within 2 s',
+    run: async (target) => {
+      const head = 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n'
+      const { received, closed, ms } = await rawExchange(target.baseUrl, head + ' '.repeat(65_536), () => false, 2000)
+      const observed = `${statusOf(received)}${/\r\nconnection: close\r\n/i.test(received) ? ', Connection: close' : ''}${closed && ms < 2000 ? ', closed by the server' : ', left open'}`
+      return { observed, ok: observed === '401, Connection: close, closed by the server' }
+    }
+  },
+  {
+    item: '7',
+    name: 'POST /v1/pets without a key, with Expect: 100-continue',
+    expected: '401 with no 100 Continue before it',
+    run: async (target) => {
+      const { received } = await rawExchange(target.baseUrl, 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 30\r\nExpect: 100-continue\r\n\r\n', (text) => /\r\n\r\n/.test(text))
+      const observed = /^HTTP\/1\.1 100/.test(received) ? '100 Continue first' : `${statusOf(received)} with no 100 Continue before it`
+      return { observed, ok: observed === '401 with no 100 Continue before it' }
+    }
+  },
+  // 9. Small answers that should be stricter.
+  ...([
+    ['two Authorization headers', (key: string) => `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nAuthorization: Bearer ask_other\r\n\r\n`, '400'],
+    ['a Content-Type with two charset parameters', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json; charset=utf-8; charset=latin1\r\nContent-Length: 29\r\n\r\n{"name":"Rex","categoryId":1}`, '415'],
+    ['Transfer-Encoding: gzip', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n`, '400'],
+    ['a categoryId of 1e18', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 32\r\n\r\n{"name":"Rex","categoryId":1e18}`, '201'],
+    ['a categoryId of 1e19 (beyond int64)', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 32\r\n\r\n{"name":"Rex","categoryId":1e19}`, '400'],
+    ['a body behind two byte-order marks', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 35\r\n\r\n\u00ef\u00bb\u00bf\u00ef\u00bb\u00bf{"name":"Rex","categoryId":1}`, '400'],
+    ['a 3,000-character petId', (key: string) => `GET /v1/pets/${'1'.repeat(3000)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`, '400']
+  ] as const).map(([name, request, expected]): AttackCase => ({
+    item: '9',
+    name,
+    expected,
+    run: async (target) => {
+      const { received } = await rawExchange(target.baseUrl, request(await apiKey(target)), (text) => /\r\n\r\n[\s\S]*[}\]]\s*$|^HTTP\/1\.1 \d{3}[^\r]*\r\n(?![\s\S]*content-length)/i.test(text))
+      const status = statusOf(received)
+      const body = received.split('\r\n\r\n')[1] ?? ''
+      const named = /2048/.test(body) || !/petId/.test(name) ? '' : ': the message does not name the limit'
+      return { observed: `${status}${named}${/invalid JSON|not valid JSON/.test(body) || !/byte-order/.test(name) ? '' : `: ${body.slice(0, 80)}`}`, ok: status === expected && named === '' && (!/byte-order/.test(name) || /not valid JSON/.test(body)) }
+    }
+  }))
 ]
 
 // ---------------------------------------------------------------------------------------

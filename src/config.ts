@@ -49,7 +49,7 @@ export interface Config {
   keepAliveTimeoutMs: number
   /** Concurrent connections accepted per instance; more are refused. */
   maxConnections: number
-  /** Bearer token required by GET /metrics; undefined leaves it open (keep it off the public network). */
+  /** Bearer token GET /metrics requires; undefined: /metrics is not served. */
   metricsToken: string | undefined
   /** Whether requests are counted and GET /metrics exists. */
   metricsEnabled: boolean

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler, onResponseHookHandler, onSendHookHandler, preParsingHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyRequest, onRequestAbortHookHandler, onRequestHookHandler, onResponseHookHandler, onSendHookHandler, preParsingHookHandler } from 'fastify'
 import type { Config } from '../config.js'
 import type { KeyVerifier } from '../services/key-verifier.js'
 import type { Metrics } from '../services/metrics.js'
@@ -31,6 +31,8 @@ export interface Step {
   readonly preParsing?: preParsingHookHandler
   readonly onSend?: onSendHookHandler
   readonly onResponse?: onResponseHookHandler
+  /** The client went away before its request ended (onResponse does not run then). */
+  readonly onRequestAbort?: onRequestAbortHookHandler
 }
 
 export interface PipelineDeps {
@@ -55,6 +57,7 @@ export interface PipelineDeps {
 export function pipeline (deps: PipelineDeps): Step[] {
   return [
     requestContext(),
+    commonHeaders(),
     // Times and counts each request from its arrival (in flight) to its answer (recorded then).
     metricsStep(deps.metrics),
     drainRefusal(),
@@ -64,7 +67,6 @@ export function pipeline (deps: PipelineDeps): Step[] {
     rateLimit(deps.limiter),
     routing(),
     { name: 'handler', scope: 'api', setUp: async (app) => { await app.register(deps.routes, { prefix: '/v1' }) } },
-    commonHeaders(),
     accessLog()
   ]
 }
@@ -104,5 +106,6 @@ export async function installPipeline (app: FastifyInstance, steps: readonly Ste
     if (step.preParsing !== undefined) app.addHook('preParsing', own(step.preParsing))
     if (step.onSend !== undefined) app.addHook('onSend', own(step.onSend))
     if (step.onResponse !== undefined) app.addHook('onResponse', own(step.onResponse))
+    if (step.onRequestAbort !== undefined) app.addHook('onRequestAbort', own(step.onRequestAbort))
   }
 }

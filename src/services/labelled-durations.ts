@@ -20,23 +20,43 @@ interface ExportedValue { metricName?: string, labels: Record<string, string | n
  */
 export class LabelledDurations {
   private readonly series = new Map<string, Series>()
+  /** The same series by their label values, one level per label: a request finds its series without building a key. */
+  private readonly byValues = new Map<string, unknown>()
 
   constructor (private readonly labelNames: readonly string[], private readonly bounds: readonly number[]) {}
 
-  /** `values`: one per label name, in the same order. */
-  record (seconds: number, ...values: string[]): void {
-    const key = values.join(' ')
-    let series = this.series.get(key)
-    if (series === undefined) {
-      const labels = Object.fromEntries(this.labelNames.map((name, index) => [name, values[index] ?? '']))
-      series = { labels, count: 0, sum: 0, buckets: new Array<number>(this.bounds.length + 1).fill(0) }
-      this.series.set(key, series)
-    }
+  /** One value per label name, in the same order (at most three labels). */
+  record (seconds: number, first: string, second?: string, third?: string): void {
+    const depth = this.labelNames.length
+    let found: unknown = this.byValues.get(first)
+    if (depth > 1 && found !== undefined) found = (found as Map<string, unknown>).get(second ?? '')
+    if (depth > 2 && found !== undefined) found = (found as Map<string, unknown>).get(third ?? '')
+    const series = (found as Series | undefined) ?? this.addSeries([first, second ?? '', third ?? ''].slice(0, depth))
     series.count++
     series.sum += seconds
     let bucket = 0
     while (bucket < this.bounds.length && seconds > (this.bounds[bucket] ?? Infinity)) bucket++
     series.buckets[bucket] = (series.buckets[bucket] ?? 0) + 1
+  }
+
+  private addSeries (values: string[]): Series {
+    const labels = Object.fromEntries(this.labelNames.map((name, index) => [name, values[index] ?? '']))
+    const series: Series = { labels, count: 0, sum: 0, buckets: new Array<number>(this.bounds.length + 1).fill(0) }
+    this.series.set(values.join(' '), series)
+    let level = this.byValues
+    values.forEach((value, index) => {
+      if (index === values.length - 1) {
+        level.set(value, series)
+        return
+      }
+      let next = level.get(value) as Map<string, unknown> | undefined
+      if (next === undefined) {
+        next = new Map()
+        level.set(value, next)
+      }
+      level = next
+    })
+    return series
   }
 
   /** Registers the histogram and, when named, a counter of the same observations, read from these numbers at each scrape. */
@@ -77,7 +97,10 @@ export class LabelledDurations {
       type,
       aggregator: 'sum',
       get: async () => ({ name, help, type, aggregator: 'sum', values: values() }),
-      reset: () => { this.series.clear() }
+      reset: () => {
+        this.series.clear()
+        this.byValues.clear()
+      }
     }
     return metric as unknown as Metric
   }

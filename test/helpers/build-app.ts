@@ -33,7 +33,10 @@ export interface TestApp {
  * Load shedding answers 503 whenever the event loop stalls, which a busy test machine does at
  * random: off by default in tests, and tested on its own with an explicit threshold.
  */
-export const TEST_DEFAULTS: Record<string, string> = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
+export const TEST_DEFAULTS: Record<string, string> = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', METRICS_TOKEN: 'test-metrics-token-0123456789' }
+
+/** What a scrape sends for GET /metrics of a test app (TEST_DEFAULTS sets the token: without one /metrics is not served). */
+export const METRICS_AUTH = { authorization: `Bearer ${TEST_DEFAULTS.METRICS_TOKEN ?? ''}` }
 
 /** A fresh temporary directory, removed after the test. */
 export function tempDir (t: TestContext): string {

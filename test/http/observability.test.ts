@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, createTestKey, openTestStore, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
+import { buildTestApp, createTestKey, METRICS_AUTH, openTestStore, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
 import { logLineSink } from '../helpers/log-lines.js'
 
 describe('metrics', () => {
@@ -12,7 +12,7 @@ describe('metrics', () => {
     await app.inject({ url: '/v1/pets?limit=5', headers: auth })
     await app.inject({ url: '/v1/pets/12345', headers: auth })
     await app.inject({ url: '/v1/pets' })
-    const response = await app.inject({ url: '/metrics' })
+    const response = await app.inject({ url: '/metrics', headers: METRICS_AUTH })
     assert.equal(response.statusCode, 200)
     assert.match(String(response.headers['content-type']), /^text\/plain/)
     const text = response.body
@@ -34,7 +34,7 @@ describe('metrics', () => {
     const created = await Promise.all(Array.from({ length: 3 }, async () =>
       await app.inject({ method: 'POST', url: '/v1/pets', headers: auth, payload: { name: 'Rex', categoryId: 1 } })))
     assert.deepEqual(created.map((response) => response.statusCode), [201, 201, 201])
-    const text = (await app.inject({ url: '/metrics' })).body
+    const text = (await app.inject({ url: '/metrics', headers: METRICS_AUTH })).body
     const commits = Number(/^db_pet_commits_total (\d+)$/m.exec(text)?.[1])
     assert.ok(commits >= 1 && commits <= 3, `commits: ${commits}`)
     if (TEST_ENGINE === 'sqlite') {
@@ -84,5 +84,42 @@ describe('trace context', () => {
     const untraced = lines.filter((line) => line.requestId === 'req-untraced')
     assert.ok(untraced.length > 0)
     assert.ok(untraced.every((line) => line.traceId === undefined))
+  })
+})
+
+describe('GET /metrics against abuse', () => {
+  test('is not served without METRICS_TOKEN: 404, as for any unknown path', async (t) => {
+    const { app } = await buildTestApp(t, { METRICS_TOKEN: '' })
+    const response = await app.inject({ url: '/metrics', headers: METRICS_AUTH })
+    assert.equal(response.statusCode, 404, response.body)
+    assert.equal(response.json<{ code: string }>().code, 'not_found')
+  })
+
+  test('counts methods outside the API\'s own set as other and unknown paths as one route, so odd requests add no series', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const odd = ['PROPFIND', 'MKCOL', 'LOCK', 'UNLOCK', 'SEARCH', 'PURGE', 'REPORT', 'ACL']
+    for (const method of odd) {
+      await app.inject({ method: method as 'GET', url: '/v1/pets', headers: auth })
+      await app.inject({ method: method as 'GET', url: `/v1/nope-${method}`, headers: auth })
+    }
+    for (let i = 0; i < 20; i++) await app.inject({ url: `/unknown/path/${i}`, headers: auth })
+    const text = (await app.inject({ url: '/metrics', headers: METRICS_AUTH })).body
+    const series = text.split('\n').filter((line) => line.startsWith('http_requests_total{'))
+    assert.ok(series.every((line) => /method="(GET|HEAD|POST|OPTIONS|PUT|PATCH|DELETE|other)"/.test(line)), series.join('\n'))
+    assert.match(text, /http_requests_total\{method="other",route="\/v1\/pets",status="405"\} 8/)
+    assert.match(text, /http_requests_total\{method="other",route="unmatched",status="404"\} 8/)
+    assert.match(text, /http_requests_total\{method="GET",route="unmatched",status="404"\} 20/)
+    assert.ok(series.length <= 4, series.join('\n'))
+  })
+
+  test('renders at most once a second: a flood of scrapes within a second gets one text', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const started = Date.now()
+    const first = (await app.inject({ url: '/metrics', headers: METRICS_AUTH })).body
+    await app.inject({ url: '/v1/pets', headers: auth })
+    const again = await Promise.all(Array.from({ length: 20 }, async () => (await app.inject({ url: '/metrics', headers: METRICS_AUTH })).body))
+    // Only within the second after the first scrape is the text the same; a slower machine may get past it.
+    if (Date.now() - started < 900) for (const text of again) assert.equal(text, first)
+    else t.diagnostic('the scrapes took longer than the cache holds; not compared')
   })
 })

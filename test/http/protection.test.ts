@@ -6,7 +6,7 @@ import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
 import { shedsFor } from '../../src/http/steps/load-shedding.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, createTestKey, TEST_DEFAULTS } from '../helpers/build-app.js'
+import { buildTestApp, createTestKey, METRICS_AUTH, TEST_DEFAULTS } from '../helpers/build-app.js'
 import { logLineSink } from '../helpers/log-lines.js'
 import { redisAvailable, REDIS_URL } from '../helpers/redis.js'
 import { routePaths } from '../helpers/routes.js'
@@ -84,7 +84,7 @@ describe('rate limiting', () => {
     for (let request = 0; request < 3; request++) statuses.push((await app.inject({ url: '/v1/pets', headers: auth })).statusCode)
     assert.deepEqual(statuses, [200, 200, 429])
     assert.ok(lines.some((line) => /rate limits are counted per instance/.test(String(line.msg))), JSON.stringify(lines))
-    assert.match((await app.inject({ url: '/metrics' })).body, /^rate_limit_shared 0$/m)
+    assert.match((await app.inject({ url: '/metrics', headers: METRICS_AUTH })).body, /^rate_limit_shared 0$/m)
   })
 })
 

@@ -52,7 +52,7 @@ class LogLines extends Array<Record<string, unknown>> {
 async function serve (t: TestContext, dir: string, databaseUrl: string, logs: LogLines): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(dir, 'src', 'cli', 'main.ts'), 'serve'], {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', METRICS_TOKEN: 'pipeline-test-token-0123456789' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   t.after(async () => {

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createCursorCodec } from '../../src/core/cursor.js'
 import { createApiKey } from '../../src/services/accounts.js'
-import { createTestKey } from '../helpers/build-app.js'
+import { createTestKey, METRICS_AUTH } from '../helpers/build-app.js'
 import { startReplicatedPair } from '../helpers/pg-cluster.js'
 import { replicaInUse, replicaReads, startInstance, type Instance } from '../helpers/replication.js'
 
@@ -124,7 +124,7 @@ describe('reads from a PostgreSQL hot standby', () => {
     assert.equal(ready.replicas[0]?.host, standbyHost)
     assert.equal(ready.replicas[0]?.state, 'in use')
     assert.equal(typeof ready.replicas[0]?.lagMs, 'number')
-    const metrics = await (await fetch(`${onReplica.baseUrl}/metrics`)).text()
+    const metrics = await (await fetch(`${onReplica.baseUrl}/metrics`, { headers: METRICS_AUTH })).text()
     assert.match(metrics, new RegExp(`^db_primary\\{host="${primaryHost}",timeline="1"\\} 1$`, 'm'))
     assert.match(metrics, new RegExp(`^db_replica_lag_seconds\\{host="${standbyHost}"\\} [0-9.e-]+$`, 'm'))
     assert.match(metrics, new RegExp(`^db_replica_in_use\\{host="${standbyHost}"\\} 1$`, 'm'))
@@ -154,7 +154,7 @@ describe('reads from a PostgreSQL hot standby', () => {
     const readyAfter = await fetch(`${onReplica.baseUrl}/readyz`)
     assert.equal(readyAfter.status, 200, 'a replica down leaves the service ready')
     assert.equal((await readyAfter.json() as typeof ready).replicas[0]?.state, 'down')
-    assert.match(await (await fetch(`${onReplica.baseUrl}/metrics`)).text(), new RegExp(`^db_replica_in_use\\{host="${standbyHost}"\\} 0$`, 'm'))
+    assert.match(await (await fetch(`${onReplica.baseUrl}/metrics`, { headers: METRICS_AUTH })).text(), new RegExp(`^db_replica_in_use\\{host="${standbyHost}"\\} 0$`, 'm'))
     for (const deadline = Date.now() + 10_000; !warnings.some((message) => message.startsWith(`read replica ${standbyHost} is not read from (down`));) {
       assert.ok(Date.now() < deadline, `operators are told the replica is down: ${JSON.stringify(warnings)}`)
       await new Promise((resolve) => setTimeout(resolve, 20))

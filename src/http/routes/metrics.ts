@@ -9,16 +9,19 @@ const digest = (text: string): Buffer => createHash('sha256').update(text).diges
 /** A scrape flood costs one rendering a second: every scrape within it gets the same text. */
 const RENDER_CACHE_MS = 1000
 
-/** GET /metrics in Prometheus text format (outside /v1, not in the API document). */
-export async function metricsRoutes (app: FastifyInstance, { metrics, token }: { metrics: Metrics, token: string | undefined }): Promise<void> {
-  const expected = token === undefined ? undefined : digest(token)
+/**
+ * GET /metrics in Prometheus text format (outside /v1, not in the API document), for scrapers that
+ * send `Authorization: Bearer <METRICS_TOKEN>`. Without METRICS_TOKEN it is not served at all: a
+ * scrape renders every series, so an open /metrics let anyone turn a request into milliseconds of
+ * the server's time.
+ */
+export async function metricsRoutes (app: FastifyInstance, { metrics, token }: { metrics: Metrics, token: string }): Promise<void> {
+  const expected = digest(token)
   let rendered: { text: Promise<string>, at: number } | undefined
   app.get('/metrics', { schema: { hide: true } }, async function getMetrics (request, reply) {
-    if (expected !== undefined) {
-      const presented = bearerTokenOf(request.headers.authorization).token
-      if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
-        throw new ApiError('unauthorized', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', { 'www-authenticate': 'Bearer realm="metrics"' })
-      }
+    const presented = bearerTokenOf(request.headers.authorization).token
+    if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
+      throw new ApiError('unauthorized', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', { 'www-authenticate': 'Bearer realm="metrics"' })
     }
     const now = Date.now()
     if (rendered === undefined || now - rendered.at >= RENDER_CACHE_MS) rendered = { text: metrics.registry.metrics(), at: now }

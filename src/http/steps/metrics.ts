@@ -24,6 +24,11 @@ export function metricsStep (metrics: Metrics | undefined): Step {
       const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched')
       metrics.requests.record(reply.elapsedTime / 1000, method, route, String(reply.statusCode))
       done()
+    },
+    // Instead of onResponse: the request was never answered.
+    onRequestAbort: function countAbandoned (_request, done) {
+      metrics.inFlightRequests--
+      done()
     }
   }
 }

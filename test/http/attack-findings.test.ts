@@ -1,0 +1,172 @@
+import { once } from 'node:events'
+import { connect, type Socket } from 'node:net'
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { pino } from 'pino'
+import { logLineSink } from '../helpers/log-lines.js'
+import { startServer, type TestServer } from '../helpers/start-server.js'
+import { buildTestApp, METRICS_AUTH } from '../helpers/build-app.js'
+
+/** A raw connection to the server, with everything it receives kept. */
+async function rawConnection (server: TestServer): Promise<{ socket: Socket, received: () => string, closed: Promise<unknown> }> {
+  const socket = connect(Number(new URL(server.baseUrl).port), '127.0.0.1')
+  socket.on('error', () => {})
+  await once(socket, 'connect')
+  let received = ''
+  socket.setEncoding('latin1').on('data', (chunk: string) => { received += chunk })
+  const closed = once(socket, 'close')
+  return { socket, received: () => received, closed }
+}
+
+/** Resolves once the received text matches, or rejects after the deadline. */
+async function until (what: () => boolean, deadlineMs: number, socket: Socket): Promise<void> {
+  const deadline = Date.now() + deadlineMs
+  while (!what()) {
+    if (Date.now() > deadline) throw new Error('deadline passed')
+    await Promise.race([once(socket, 'data'), once(socket, 'close'), new Promise((resolve) => setTimeout(resolve, 50))])
+  }
+}
+
+describe('an unauthenticated upload', () => {
+  test('is answered 401 with Connection: close, and the server closes the connection without reading the body', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const { socket, received, closed } = await rawConnection(server)
+    socket.write('POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n')
+    socket.write(Buffer.alloc(16 * 1024, 0x20))
+    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    assert.match(received(), /^HTTP\/1\.1 401 /)
+    assert.match(received(), /\r\nconnection: close\r\n/i)
+    // The server ends the connection: the rest of the gigabyte is never needed.
+    await Promise.race([closed, new Promise((_resolve, reject) => setTimeout(() => reject(new Error('the connection stayed open')), 10_000))])
+  })
+
+  test('with Expect: 100-continue gets its 401 without a 100 Continue first; a keyed one gets 100 Continue, then 201', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const body = '{"name":"Rex","categoryId":1}'
+    const anonymous = await rawConnection(server)
+    anonymous.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`)
+    await until(() => /\r\n\r\n/.test(anonymous.received()), 10_000, anonymous.socket)
+    assert.match(anonymous.received(), /^HTTP\/1\.1 401 /, 'no 100 Continue before the refusal')
+
+    const keyed = await rawConnection(server)
+    keyed.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`)
+    await until(() => /^HTTP\/1\.1 100 Continue\r\n\r\n/.test(keyed.received()), 10_000, keyed.socket)
+    keyed.socket.write(body)
+    await until(() => /HTTP\/1\.1 201 /.test(keyed.received()), 10_000, keyed.socket)
+    keyed.socket.destroy()
+  })
+
+  test('an answered request without a body keeps its connection open', async (t) => {
+    const server = await startServer(t)
+    const { socket, received } = await rawConnection(server)
+    socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n')
+    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    assert.match(received(), /^HTTP\/1\.1 401 /)
+    assert.match(received(), /\r\nconnection: keep-alive\r\n/i)
+    socket.destroy()
+  })
+})
+
+describe('the logs', () => {
+  test('a client that goes away in the middle of its body is an info line without a stack, not an error', { timeout: 30_000 }, async (t) => {
+    const { sink, lines } = logLineSink()
+    const testApp = await buildTestApp(t, {}, pino({ level: 'info' }, sink))
+    await testApp.app.listen({ host: '127.0.0.1', port: 0 })
+    const address = testApp.app.server.address()
+    if (address === null || typeof address === 'string') throw new Error('no address')
+    const socket = connect(address.port, '127.0.0.1')
+    socket.on('error', () => {})
+    await once(socket, 'connect')
+    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testApp.key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`)
+    const answered = new Promise<void>((resolve) => testApp.app.server.once('request', (_request, response) => { response.once('close', () => resolve()) }))
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    socket.destroy()
+    await answered
+    const deadline = Date.now() + 5000
+    while (!lines.some((line) => /went away/.test(String(line.msg))) && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve))
+    const serious = lines.filter((line) => Number(line.level) >= 50)
+    assert.deepEqual(serious, [], 'nothing at error level')
+    assert.ok(lines.every((line) => JSON.stringify(line).includes('"stack"') === false), JSON.stringify(lines))
+    assert.ok(lines.some((line) => Number(line.level) === 30 && /went away/.test(String(line.msg))), JSON.stringify(lines))
+    const metrics = await testApp.app.inject({ url: '/metrics', headers: METRICS_AUTH })
+    assert.match(metrics.body, /^http_requests_in_flight 1$/m, 'the abandoned request left the in-flight count (only the scrape is in flight)')
+  })
+
+  test('never hold a key: a query value that looks like one, or a parameter named like a secret, is redacted in the access log', async (t) => {
+    const { sink, lines } = logLineSink()
+    const { app, key, auth } = await buildTestApp(t, {}, pino({ level: 'info' }, sink))
+    const urls = [
+      `/v1/pets?api_key=${key}`,
+      `/v1/pets?limit=5&key=${key}`,
+      `/v1/pets?token=secret-value-1&access_token=secret-value-2`,
+      `/v1/pets?q=${key}`,
+      `/v1/pets/${key}`
+    ]
+    for (const url of urls) await app.inject({ url, headers: auth })
+    const logged = lines.filter((line) => line.msg === 'request completed').map((line) => String(line.url))
+    assert.equal(logged.length, urls.length, JSON.stringify(lines))
+    for (const url of logged) {
+      assert.ok(!url.includes(key.slice(4, 20)), url)
+      assert.ok(!/secret-value/.test(url), url)
+    }
+    assert.ok(logged.includes('/v1/pets?limit=5&key=[redacted]'), JSON.stringify(logged))
+    assert.ok(lines.every((line) => !JSON.stringify(line).includes(key.slice(4, 20))), 'no line holds the key')
+  })
+})
+
+describe('small answers that should be stricter', () => {
+  test('two Authorization headers get 400 invalid_request', async (t) => {
+    const server = await startServer(t)
+    const { socket, received } = await rawConnection(server)
+    socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nAuthorization: Bearer ask_other\r\n\r\n`)
+    await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+    assert.match(received(), /^HTTP\/1\.1 400 /)
+    assert.match(received(), /"code":"invalid_request","message":"send one Authorization header, not several"/)
+    socket.destroy()
+  })
+
+  test('a Content-Type naming its charset twice gets 415', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    for (const contentType of ['application/json; charset=utf-8; charset=latin1', 'application/json; charset=utf-8; charset=utf-8']) {
+      const response = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...auth, 'content-type': contentType }, payload: '{"name":"Rex","categoryId":1}' })
+      assert.equal(response.statusCode, 415, `${contentType}: ${response.body}`)
+    }
+  })
+
+  test('a Transfer-Encoding other than chunked is refused with 400 before any route', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const { socket, received } = await rawConnection(server)
+    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n`)
+    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    assert.match(received(), /^HTTP\/1\.1 (400|501) /)
+    socket.destroy()
+  })
+
+  test('a path segment longer than the router takes names the real limit', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const response = await app.inject({ url: `/v1/pets/${'1'.repeat(3000)}`, headers: auth })
+    assert.equal(response.statusCode, 400, response.body)
+    assert.match(response.json<{ message: string }>().message, /2048/)
+  })
+
+  test('two byte-order marks are invalid JSON, not a body nested too deeply', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const response = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...auth, 'content-type': 'application/json' }, payload: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf]), Buffer.from('{"name":"Rex","categoryId":1}')]) })
+    assert.equal(response.statusCode, 400, response.body)
+    assert.match(response.json<{ message: string }>().message, /^the request body is not valid JSON/)
+  })
+
+  test('categoryId is any JSON number whose exact value is an integer of the int64 range, whatever its form', async (t) => {
+    const { app, auth } = await buildTestApp(t)
+    const accepted: Array<[string, string]> = [['5', '5'], ['5.0', '5'], ['5e0', '5'], ['5E2', '500'], ['1e18', '1000000000000000000'], ['9.223372036854775807e18', '9223372036854775807'], ['-0', '0']]
+    for (const [literal, stored] of accepted) {
+      const response = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...auth, 'content-type': 'application/json' }, payload: `{"name":"Rex","categoryId":${literal}}` })
+      assert.equal(response.statusCode, 201, `${literal}: ${response.body}`)
+      assert.match(response.body, new RegExp(`"categoryId":${stored}[,}]`), literal)
+    }
+    for (const literal of ['5.5', '1e-1', '9223372036854775808', '1e19', '-9223372036854775809']) {
+      const response = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...auth, 'content-type': 'application/json' }, payload: `{"name":"Rex","categoryId":${literal}}` })
+      assert.equal(response.statusCode, 400, `${literal}: ${response.body}`)
+    }
+  })
+})
