@@ -98,7 +98,7 @@ describe('the logs', () => {
     const urls = [
       `/v1/pets?api_key=${key}`,
       `/v1/pets?limit=5&key=${key}`,
-      `/v1/pets?token=secret-value-1&access_token=secret-value-2`,
+      '/v1/pets?token=secret-value-1&access_token=secret-value-2',
       `/v1/pets?q=${key}`,
       `/v1/pets/${key}`
     ]
