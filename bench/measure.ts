@@ -11,7 +11,22 @@ import { freePort, parseWrk, pin, stop } from './support.js'
 
 export interface Started { child: ChildProcess, pid: number, baseUrl: string, startedAt: number, logFile: string }
 
-export interface Measurement { rps: number, requests: number, p50Ms: number, p99Ms: number, non2xx: number, errors: number, peakRssMb: number }
+export interface Measurement {
+  rps: number
+  requests: number
+  p50Ms: number
+  p99Ms: number
+  non2xx: number
+  errors: number
+  peakRssMb: number
+  /**
+   * CPU time (user and system) the contender's processes spent per answered request during the run.
+   * On a shared host the load generator may be starved of its core and cap the rate of every contender
+   * alike; what a request costs the server is measured by its own CPU time whatever the load generator
+   * could send.
+   */
+  cpuUsPerRequest: number
+}
 
 export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -61,6 +76,21 @@ export async function stopContender (running: Started): Promise<void> {
   rmSync(running.logFile, { force: true })
 }
 
+const CLOCK_TICKS_PER_SECOND = 100
+
+/** CPU time (user and system) of a process and all its descendants, in microseconds. */
+function treeCpuUs (pid: number): number {
+  let total = 0
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
+    // After the name: state is field 3, so utime (14) and stime (15) are at 11 and 12.
+    total += (Number(fields[11]) + Number(fields[12])) * (1_000_000 / CLOCK_TICKS_PER_SECOND)
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim()
+    for (const child of children === '' ? [] : children.split(/\s+/)) total += treeCpuUs(Number(child))
+  } catch {}
+  return total
+}
+
 /** Resident memory of a process and all its descendants (cluster workers), in bytes. */
 function treeRss (pid: number): number {
   let total = 0
@@ -85,6 +115,7 @@ export async function wrkWhileSampling (running: Started, options: { path: strin
     ...(options.script !== undefined ? ['-s', options.script] : []), running.baseUrl + options.path]
   const [file = 'wrk', ...rest] = options.pinned ? pin(1, ['wrk', ...args]) : ['wrk', ...args]
   let peak = treeRss(running.pid)
+  const cpuBefore = treeCpuUs(running.pid)
   const sampler = setInterval(() => { peak = Math.max(peak, treeRss(running.pid)) }, 50)
   const wrk = spawn(file, rest, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'inherit'] })
   let output = ''
@@ -92,12 +123,14 @@ export async function wrkWhileSampling (running: Started, options: { path: strin
   const [code] = await once(wrk, 'exit') as [number | null]
   clearInterval(sampler)
   peak = Math.max(peak, treeRss(running.pid))
+  const cpuUs = treeCpuUs(running.pid) - cpuBefore
   if (code !== 0) throw new Error(`wrk exited with ${String(code)}: ${output}`)
   const { p50, p99, ...counts } = parseWrk(output)
   return {
     ...counts,
     p50Ms: toMs(p50),
     p99Ms: toMs(p99),
-    peakRssMb: peak / (1024 * 1024)
+    peakRssMb: peak / (1024 * 1024),
+    cpuUsPerRequest: cpuUs / Math.max(1, counts.requests)
   }
 }

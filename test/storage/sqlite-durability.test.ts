@@ -9,7 +9,6 @@ import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
 import { loadConfig } from '../../src/config.js'
 import { openStore } from '../../src/storage/open-store.js'
-import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../helpers/build-app.js'
 import { canPin } from '../helpers/taskset.js'
 
@@ -69,20 +68,39 @@ test('creates wait for another connection\'s write lock without blocking the eve
   assert.deepEqual(await store.pets.findById(1), { id: 1, name: 'Rex', categoryId: 1, status: 'available' })
 })
 
-for (const largeBatchesSyncOnLoop of [true, false]) {
-  test(`a batch of creates is acknowledged by one sync of the log, small or large, with large batches synced ${largeBatchesSyncOnLoop ? 'on the event loop (one core)' : 'on the thread pool (cores to spare)'}`, async (t) => {
-    const store = openSqliteStore(join(tempDir(t), 'pets.sqlite'), { largeBatchesSyncOnLoop })
-    t.after(() => store.close())
+const SQLITE_STORE_MODULE = pathToFileURL(join(ROOT, 'src', 'storage', 'sqlite', 'sqlite-store.ts')).href
+
+/**
+ * Runs batches of 5 and 40 creates (below and above the size from which a batch is synced on the
+ * event loop itself on one core) in a process on `cores`, and returns, per batch, its commits and
+ * syncs: the placement of the sync follows the cores the process may run on.
+ */
+async function batchesOn (cores: string, path: string): Promise<Array<{ creates: number, commits: number, syncs: number, ids: number }>> {
+  const script = `
+    import { openSqliteStore } from '${SQLITE_STORE_MODULE}'
+    const store = openSqliteStore(${JSON.stringify(path)})
     await store.migrate()
     await store.pets.insert({ name: 'first', categoryId: 1 })
-    // Below and above the size from which a batch is synced on the event loop itself on one core.
+    const results = []
     for (const creates of [5, 40]) {
       const before = store.groupCommitStats()
-      const created = await Promise.all(Array.from({ length: creates }, async (_, index) => await store.pets.insert({ name: `pet ${index}`, categoryId: 1 })))
+      const created = await Promise.all(Array.from({ length: creates }, (_, index) => store.pets.insert({ name: 'pet ' + index, categoryId: 1 })))
       const after = store.groupCommitStats()
-      assert.equal(after.commits - before.commits, 1, `${creates} creates in one transaction`)
-      assert.equal((after.syncs ?? NaN) - (before.syncs ?? NaN), 1, `${creates} creates acknowledged by one sync`)
-      assert.equal(new Set(created.map(({ id }) => id)).size, creates, 'each create its own id')
+      results.push({ creates, commits: after.commits - before.commits, syncs: after.syncs - before.syncs, ids: new Set(created.map(({ id }) => id)).size })
+    }
+    await store.close()
+    console.log(JSON.stringify(results))`
+  const { stdout } = await run('taskset', ['-c', cores, process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT })
+  return JSON.parse(stdout.trim()) as Array<{ creates: number, commits: number, syncs: number, ids: number }>
+}
+
+for (const oneCore of [true, false]) {
+  test(`a batch of creates is acknowledged by one sync of the log, small or large, in a process ${oneCore ? 'pinned to one core (large batches synced on the event loop)' : 'with every core (synced on the thread pool)'}`, { skip: !canPin && 'taskset (util-linux) is not installed' }, async (t) => {
+    const cores = oneCore ? '0' : `0-${availableParallelism() - 1}`
+    for (const batch of await batchesOn(cores, join(tempDir(t), 'pets.sqlite'))) {
+      assert.equal(batch.commits, 1, `${batch.creates} creates in one transaction`)
+      assert.equal(batch.syncs, 1, `${batch.creates} creates acknowledged by one sync`)
+      assert.equal(batch.ids, batch.creates, 'each create its own id')
     }
   })
 }

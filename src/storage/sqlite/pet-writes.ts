@@ -133,11 +133,10 @@ export interface PetWritesOptions {
   /** Longest a create waits for others to join its batch while the event loop is busy (see GroupCommit); 0 by default. */
   batchWaitMs?: number
   mainDb: Database.Database
-  /** Defaults to syncsLargeBatchesOnLoop(). */
-  largeBatchesSyncOnLoop?: boolean
 }
 
-export function openPetWrites (path: string, { synchronous, batchSize, batchWaitMs, mainDb, largeBatchesSyncOnLoop = syncsLargeBatchesOnLoop() }: PetWritesOptions): PetWrites {
+export function openPetWrites (path: string, { synchronous, batchSize, batchWaitMs, mainDb }: PetWritesOptions): PetWrites {
+  const largeBatchesSyncOnLoop = syncsLargeBatchesOnLoop()
   // An in-memory database is private to its connection.
   const ownConnection = path !== ':memory:'
   const db = ownConnection ? openDatabase(path, synchronous === 'full' ? 'NORMAL' : 'OFF') : mainDb

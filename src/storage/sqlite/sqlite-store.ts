@@ -77,10 +77,10 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
   live: row.live === 1
 })
 
-export function openSqliteStore (path: string, options: { writeBatchSize?: number, writeBatchWaitMs?: number, synchronous?: SqliteSynchronous, largeBatchesSyncOnLoop?: boolean } = {}): Store {
+export function openSqliteStore (path: string, options: { writeBatchSize?: number, writeBatchWaitMs?: number, synchronous?: SqliteSynchronous } = {}): Store {
   const synchronous = options.synchronous ?? 'full'
   const db = openDatabase(path, synchronous === 'full' ? 'FULL' : 'OFF')
-  const petWrites = openPetWrites(path, { synchronous, batchSize: options.writeBatchSize ?? DEFAULT_WRITE_BATCH, batchWaitMs: options.writeBatchWaitMs, mainDb: db, largeBatchesSyncOnLoop: options.largeBatchesSyncOnLoop })
+  const petWrites = openPetWrites(path, { synchronous, batchSize: options.writeBatchSize ?? DEFAULT_WRITE_BATCH, batchWaitMs: options.writeBatchWaitMs, mainDb: db })
   // Statements are prepared on first use: the tables exist only after migrate().
   let prepared: Statements | undefined
   return buildStore(db, () => (prepared ??= prepareStatements(db)), petWrites)
