@@ -71,7 +71,7 @@ interface ProbeRow { in_recovery: boolean, read_only: boolean, lsn: string | nul
 
 type Sample =
   | { up: true, at: number, writable: boolean, inRecovery: boolean, lsn: bigint, received: bigint | undefined, timeline: number }
-  | { up: false, at: number, reason: string }
+  | { up: false, at: number, reason: string, error: unknown }
 
 /** A host, for messages, metrics and /readyz: host:port/database, never the user or password. */
 export function hostLabel (url: string): string {
@@ -181,7 +181,7 @@ class Host {
       }
     } catch (error) {
       if (this.probeClient !== undefined) this.dropProbeClient(this.probeClient)
-      this.sample = { up: false, at: now(), reason: reasonOf(error) }
+      this.sample = { up: false, at: now(), reason: reasonOf(error), error }
     }
     return this.sample
   }
@@ -193,7 +193,7 @@ class Host {
 
   /** A statement on this host failed for a reason that makes it unfit to read from until the next probe says otherwise. */
   markDown (error: unknown): void {
-    this.sample = { up: false, at: now(), reason: reasonOf(error) }
+    this.sample = { up: false, at: now(), reason: reasonOf(error), error }
   }
 
   async close (): Promise<void> {
@@ -443,6 +443,9 @@ export class PostgresHosts {
   }
 
   private noPrimary (): StoreUnavailableError {
+    // One host that cannot be reached: its own error says most, and says it plainly.
+    const only = this.hosts.length === 1 ? this.hosts[0]?.sample : undefined
+    if (only?.up === false) return new StoreUnavailableError(only.error)
     const states = this.hosts.map((host) => `${host.label}: ${host.sample === undefined ? 'not probed' : host.sample.up ? 'not writable' : host.sample.reason}`)
     return new StoreUnavailableError(new Error(`no PostgreSQL host accepts writes (${states.join('; ')})`))
   }
