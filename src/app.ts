@@ -18,15 +18,17 @@ import { openApiDocumentRoutes } from './http/routes/openapi-document.js'
 import { petRoutes } from './http/routes/pets.js'
 import { rootRoutes } from './http/routes/root.js'
 import { storeOrderRoutes } from './http/routes/store-orders.js'
-import { authenticate } from './http/steps/authentication.js'
+import { authenticate, expiredKeyError } from './http/steps/authentication.js'
 import { requestIdOf } from './http/steps/request-context.js'
 import { tolerantUrl } from './http/tolerant-url.js'
 import { isUnderPortal, portalRoutes, sendPortalFrameworkError } from './portal/routes.js'
+import { AuditTrail } from './services/audit-trail.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
-import { KeyVerifier } from './services/key-verifier.js'
+import { hasExpired, KeyVerifier } from './services/key-verifier.js'
 import { Metrics } from './services/metrics.js'
 import { PetCatalog } from './services/pet-catalog.js'
 import { RateLimiter } from './services/rate-limiter.js'
+import { UsageRecorder } from './services/usage-recorder.js'
 import { instrumentStore } from './storage/instrumented-store.js'
 import type { Store } from './storage/store.js'
 
@@ -120,6 +122,8 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   rawStore.onPrimaryChange?.(() => { catalog.forget() })
   const reads = new PetReads(catalog, createCursorCodec(cursorSecret), config.publicBaseUrl ?? '/v1')
   const idempotencyKeys = new IdempotencyKeys(store.idempotency, (error) => log.error({ err: error }, 'purging idempotency keys failed'))
+  const audit = new AuditTrail(store.audit, (error) => log.error({ err: error }, 'appending to the audit trail failed'))
+  const usage = new UsageRecorder(store.keyUsage, (error) => log.error({ err: error }, 'writing key usage failed'))
 
   const options: FastifyServerOptions = {
     bodyLimit: MAX_BODY_BYTES,
@@ -132,7 +136,10 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
     // Errors raised before routing (a malformed URL) get the API's error shape, after authentication like any other request.
     frameworkErrors: function onFrameworkError (error, request, reply) {
       const answer = async (): Promise<never> => {
-        if (isApiRequest(request.url)) await authenticate(verifier, request.headers.authorization)
+        if (isApiRequest(request.url)) {
+          const key = await authenticate(verifier, request.headers.authorization)
+          if (hasExpired(key, Date.now())) throw expiredKeyError(key)
+        }
         throw error
       }
       reply.header('x-request-id', requestIdOf(request)).header('x-content-type-options', 'nosniff')
@@ -171,7 +178,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   app.addHook('onClose', async () => {
     limiter?.close()
     idempotencyKeys.close()
-    await verifier.close()
+    await Promise.all([verifier.close(), usage.close()])
   })
 
   // Every route sends bytes it encoded itself (JSON.stringify or cached Buffers), so the response
@@ -188,6 +195,8 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   await installPipeline(app, pipeline({
     config,
     verifier,
+    audit,
+    usage,
     limiter,
     metrics: config.metricsEnabled ? metrics : undefined,
     routes: async (api) => {

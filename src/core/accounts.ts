@@ -4,9 +4,9 @@ export const MAX_LABEL_LENGTH = 100
 export const MAX_NAME_LENGTH = 200
 
 /** The texts a person gives the portal or the CLI, by the name a refusal gives them. */
-export type TextField = 'email' | 'name' | 'label' | 'password'
+export type TextField = 'email' | 'name' | 'label' | 'password' | 'scopes' | 'duration' | 'expiry'
 
-const FIELD_NAMES: Readonly<Record<TextField, string>> = { email: 'email address', name: 'name', label: 'label', password: 'password' }
+const FIELD_NAMES: Readonly<Record<TextField, string>> = { email: 'email address', name: 'name', label: 'label', password: 'password', scopes: 'scopes', duration: 'duration', expiry: 'expiry' }
 
 /** C0 controls and DEL: no one types them, PostgreSQL refuses NUL in text, and the others corrupt logs and terminals. */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point

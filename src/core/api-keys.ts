@@ -101,3 +101,52 @@ export function bearerTokenOf (authorization: string | undefined): { token?: str
   if (match) return { scheme: 'bearer', token: match[1] }
   return /^bearer\b/i.test(authorization) ? { scheme: 'bearer' } : { scheme: 'other' }
 }
+
+/**
+ * What a key may do (docs/api-keys.md): `animals:read` allows listPets and getPet, `animals:write`
+ * allows createPet. A key made without a choice has both, as every key made before scopes does.
+ */
+export const SCOPES = ['animals:read', 'animals:write'] as const
+export type Scope = typeof SCOPES[number]
+export const DEFAULT_SCOPES: readonly Scope[] = SCOPES
+
+export function isScope (text: string): text is Scope {
+  return (SCOPES as readonly string[]).includes(text)
+}
+
+/** Scopes as stored: space-separated (as OAuth 2.0 writes them), in the order of SCOPES, once each. */
+export function scopesText (scopes: Iterable<Scope>): string {
+  const chosen = new Set(scopes)
+  return SCOPES.filter((scope) => chosen.has(scope)).join(' ')
+}
+
+export function scopesOfText (text: string): Scope[] {
+  return text.split(' ').filter(isScope)
+}
+
+/** Parses a comma- or space-separated list of scopes; a message naming the unknown one otherwise. */
+export function parseScopes (text: string): { scopes: Scope[] } | { problem: string } {
+  const names = text.split(/[\s,]+/).filter((name) => name !== '')
+  if (names.length === 0) return { problem: `give at least one scope: ${SCOPES.join(', ')}` }
+  const unknown = names.find((name) => !isScope(name))
+  if (unknown !== undefined) return { problem: `unknown scope ${JSON.stringify(unknown)}: the scopes are ${SCOPES.join(', ')}` }
+  return { scopes: scopesOfText(scopesText(names as Scope[])) }
+}
+
+const DURATION_UNITS_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 }
+/** The longest expiry or grace period a key may be given: ten years. */
+export const MAX_KEY_DURATION_MS = 3650 * 86_400_000
+
+/** `30m`, `12h`, `90d` (also `s` and `w`; `0` alone for none) in milliseconds; a message otherwise. */
+export function parseDuration (text: string): { ms: number } | { problem: string } {
+  const trimmed = text.trim()
+  if (trimmed === '0') return { ms: 0 }
+  const match = /^(\d{1,6})\s*([smhdw])$/.exec(trimmed)
+  if (match === null) return { problem: `${JSON.stringify(text)} is not a duration: write a number and a unit, as in 30m, 12h or 90d (s, m, h, d, w)` }
+  const ms = Number(match[1]) * (DURATION_UNITS_MS[match[2] as string] as number)
+  if (ms > MAX_KEY_DURATION_MS) return { problem: `${JSON.stringify(text)} is longer than ten years` }
+  return { ms }
+}
+
+/** How long a rolled key keeps working beside its successor unless told otherwise. */
+export const DEFAULT_ROLL_GRACE_MS = 24 * 3_600_000

@@ -1,6 +1,7 @@
 export const STATUS_BY_CODE = {
   invalid_request: 400,
   unauthorized: 401,
+  insufficient_scope: 403,
   not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,

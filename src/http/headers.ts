@@ -32,6 +32,12 @@ export function nextPageLink (base: string, page: { limit: number, status: PetSt
 
 export const WWW_AUTHENTICATE = 'Bearer realm="animal-store"'
 export const WWW_AUTHENTICATE_INVALID = 'Bearer realm="animal-store", error="invalid_token"'
+export const WWW_AUTHENTICATE_EXPIRED = 'Bearer realm="animal-store", error="invalid_token", error_description="the API key expired"'
+
+/** RFC 6750 section 3.1: the challenge of a valid key that lacks the scope an operation needs. */
+export function insufficientScopeChallenge (scope: string): string {
+  return `Bearer realm="animal-store", error="insufficient_scope", scope="${scope}"`
+}
 
 /** RFC 9110 If-None-Match: true when any listed tag (weak comparison) or * matches. */
 export function ifNoneMatchHits (header: string | undefined, etag: string): boolean {

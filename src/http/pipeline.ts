@@ -1,13 +1,17 @@
 import type { FastifyInstance, FastifyRequest, onRequestAbortHookHandler, onRequestHookHandler, onResponseHookHandler, onSendHookHandler, preParsingHookHandler } from 'fastify'
 import type { Config } from '../config.js'
+import type { AuditTrail } from '../services/audit-trail.js'
 import type { KeyVerifier } from '../services/key-verifier.js'
 import type { Metrics } from '../services/metrics.js'
 import type { RateLimiter } from '../services/rate-limiter.js'
+import type { UsageRecorder } from '../services/usage-recorder.js'
 import { accessLog } from './steps/access-log.js'
 import { authentication } from './steps/authentication.js'
+import { authorization } from './steps/authorization.js'
 import { commonHeaders } from './steps/common-headers.js'
 import { cors } from './steps/cors.js'
 import { drainRefusal } from './steps/drain-refusal.js'
+import { keyUsage } from './steps/key-usage.js'
 import { loadShedding } from './steps/load-shedding.js'
 import { metricsStep } from './steps/metrics.js'
 import { rateLimit } from './steps/rate-limit.js'
@@ -38,6 +42,10 @@ export interface Step {
 export interface PipelineDeps {
   config: Readonly<Config>
   verifier: KeyVerifier
+  /** Where refusals of expired keys and denied scopes are recorded. */
+  audit: AuditTrail
+  /** Counts each key's requests (the portal's usage chart). */
+  usage: UsageRecorder
   /** Absent when RATE_LIMIT_PER_MINUTE is 0. */
   limiter: RateLimiter | undefined
   /** Absent when METRICS_ENABLED is false. */
@@ -63,10 +71,13 @@ export function pipeline (deps: PipelineDeps): Step[] {
     drainRefusal(),
     loadShedding(deps.config.loadShedEventLoopDelayMs),
     cors(deps.config.corsOrigins),
-    authentication(deps.verifier),
+    authentication(deps.verifier, deps.audit),
     rateLimit(deps.limiter),
     routing(),
+    // Once routing has found the operation: the scope it needs.
+    authorization(deps.audit),
     { name: 'handler', scope: 'api', setUp: async (app) => { await app.register(deps.routes, { prefix: '/v1' }) } },
+    keyUsage(deps.usage),
     accessLog()
   ]
 }

@@ -310,7 +310,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const shownLabel = withoutControlCharacters(labelText).slice(0, 500)
     let created: { key: string, row: ApiKeyRow }
     try {
-      created = await issueApiKey(store, session.account.id, keyLabelOrFail(labelText))
+      created = await issueApiKey(store, session.account.id, keyLabelOrFail(labelText), {}, { actor: 'portal', address: request.ip })
     } catch (error) {
       if (error instanceof KeyChangeRateError) {
         reply.header('retry-after', String(error.retryAfterSeconds))
@@ -356,7 +356,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     if (key === undefined) return noSuchKey(reply, session)
     try {
       // Records the key's invalidation: every instance drops it within a second.
-      await revokeOwnApiKey(store, key)
+      await revokeOwnApiKey(store, key, { actor: 'portal', address: request.ip })
     } catch (error) {
       if (!(error instanceof KeyChangeRateError)) throw error
       reply.header('retry-after', String(error.retryAfterSeconds))

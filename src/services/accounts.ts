@@ -1,7 +1,25 @@
 import { controlCharacterProblem, MAX_LABEL_LENGTH, MAX_NAME_LENGTH, normalizeEmail, type TextField } from '../core/accounts.js'
-import { generateApiKey, isWellFormedKeyId, KEY_CHANGE_LIMIT, keyChangeSubject, MAX_LIVE_KEYS, newKeyId, type KeyChange } from '../core/api-keys.js'
+import {
+  DEFAULT_ROLL_GRACE_MS,
+  DEFAULT_SCOPES,
+  generateApiKey,
+  isWellFormedKeyId,
+  KEY_CHANGE_LIMIT,
+  keyChangeSubject,
+  MAX_KEY_DURATION_MS,
+  MAX_LIVE_KEYS,
+  newKeyId,
+  parseDuration,
+  parseScopes,
+  type KeyChange,
+  type Scope
+} from '../core/api-keys.js'
 import { hashPassword, passwordProblem } from '../core/passwords.js'
 import { KeyLimitError, type AccountRow, type ApiKeyRow, type RevokeResult, type Store } from '../storage/store.js'
+import { appendAuditEvent, type AuditContext } from './audit-trail.js'
+
+/** Who acts when no one else is named: an operator at the command line. */
+const OPERATOR: AuditContext = { actor: 'cli' }
 
 /** A refusal whose message is meant for the person who asked. */
 export class AccountsError extends Error {}
@@ -9,7 +27,7 @@ export class AccountsError extends Error {}
 /** The account already has MAX_LIVE_KEYS live keys. */
 export class LiveKeyLimitError extends AccountsError {
   constructor (readonly limit: number) {
-    super(`the account has ${limit} live keys, the most an account may have; revoke one it no longer uses first`)
+    super(`the account has ${limit} live keys, the most an account may have (a rolled key counts until its grace period ends); revoke one it no longer uses first`)
   }
 }
 
@@ -42,10 +60,12 @@ async function accountOrFail (store: Store, emailText: string): Promise<AccountR
 }
 
 /** Creates an account; throws DuplicateEmailError when the email is taken. */
-export async function createAccount (store: Store, input: { email: string, name?: string | undefined }): Promise<AccountRow> {
+export async function createAccount (store: Store, input: { email: string, name?: string | undefined }, context: AuditContext = OPERATOR): Promise<AccountRow> {
   const name = textOrFail('name', input.name ?? '').trim() || null
   if (name !== null && name.length > MAX_NAME_LENGTH) throw new AccountsError(`the name must be at most ${MAX_NAME_LENGTH} characters long`)
-  return store.accounts.create({ email: emailOrFail(input.email), name })
+  const account = await store.accounts.create({ email: emailOrFail(input.email), name })
+  await appendAuditEvent(store.audit, 'account_created', context, { accountId: account.id })
+  return account
 }
 
 /** A key label as stored: trimmed, null when empty; throws AccountsError when too long or holding control characters. */
@@ -66,16 +86,64 @@ async function countKeyChange (store: Store, change: KeyChange, accountId: numbe
   }
 }
 
+/** What a new key may do and until when; each absent part takes its default (both scopes, no expiry). */
+export interface KeyTerms {
+  scopes?: readonly Scope[] | undefined
+  expiresAt?: Date | null | undefined
+}
+
+/** A key's scopes from a comma-separated list; throws AccountsError naming an unknown scope. */
+export function scopesOrFail (text: string): Scope[] {
+  const parsed = parseScopes(textOrFail('scopes', text))
+  if ('problem' in parsed) throw new AccountsError(parsed.problem)
+  return parsed.scopes
+}
+
+/** A duration such as 30m, 12h or 90d in milliseconds; throws AccountsError otherwise. */
+export function durationOrFail (text: string, what: string): number {
+  const parsed = parseDuration(textOrFail('duration', text))
+  if ('problem' in parsed) throw new AccountsError(`${what}: ${parsed.problem}`)
+  return parsed.ms
+}
+
+/**
+ * When a new key expires: `expiresIn` (a duration) from now, or `expiresAt` (an ISO 8601 time), or
+ * never. Throws AccountsError for both at once, a time that is not in the future, or beyond ten years.
+ */
+export function expiryOrFail (input: { expiresIn?: string | undefined, expiresAt?: string | undefined }, now = Date.now()): Date | null {
+  if (input.expiresIn !== undefined && input.expiresAt !== undefined) throw new AccountsError('give an expiry as a duration or as a time, not both')
+  if (input.expiresIn !== undefined) {
+    const ms = durationOrFail(input.expiresIn, 'the expiry')
+    if (ms === 0) throw new AccountsError('the expiry must be in the future: give a duration such as 30m, 12h or 90d')
+    return new Date(now + ms)
+  }
+  if (input.expiresAt === undefined) return null
+  const text = textOrFail('expiry', input.expiresAt).trim()
+  // ISO 8601 with a date and a time and a zone (Z or an offset): a time without a zone would depend on the server's.
+  const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(text) ? Date.parse(text) : Number.NaN
+  if (Number.isNaN(at)) throw new AccountsError(`${JSON.stringify(input.expiresAt)} is not an ISO 8601 time with a zone, such as 2027-01-31T18:00:00Z`)
+  if (at <= now) throw new AccountsError(`the expiry ${new Date(at).toISOString()} is not in the future`)
+  if (at - now > MAX_KEY_DURATION_MS) throw new AccountsError('the expiry is more than ten years away')
+  return new Date(at)
+}
+
+function describeTerms (row: ApiKeyRow): string {
+  return `scopes ${row.scopes.join(' ')}; ${row.expiresAt === null ? 'no expiry' : `expires ${row.expiresAt.toISOString()}`}`
+}
+
 /**
  * Generates a key for the account, within the account's budget of generations and its cap on
  * live keys (enforced by the store in the inserting transaction); the secret is in the result
  * and nowhere else.
  */
-export async function issueApiKey (store: Store, accountId: number, label: string | null): Promise<{ key: string, row: ApiKeyRow }> {
+export async function issueApiKey (store: Store, accountId: number, label: string | null, terms: KeyTerms, context: AuditContext = OPERATOR): Promise<{ key: string, row: ApiKeyRow }> {
   await countKeyChange(store, 'generation', accountId)
   const generated = generateApiKey()
   try {
-    const row = await store.apiKeys.create({ id: newKeyId(), accountId, label, prefix: generated.prefix, hash: generated.hash }, { maxLive: MAX_LIVE_KEYS })
+    const row = await store.apiKeys.create({
+      id: newKeyId(), accountId, label, prefix: generated.prefix, hash: generated.hash, scopes: terms.scopes ?? DEFAULT_SCOPES, expiresAt: terms.expiresAt ?? null
+    }, { maxLive: MAX_LIVE_KEYS })
+    await appendAuditEvent(store.audit, 'key_created', context, { accountId, keyId: row.id, detail: describeTerms(row) })
     return { key: generated.key, row }
   } catch (error) {
     if (error instanceof KeyLimitError) throw new LiveKeyLimitError(error.limit)
@@ -84,21 +152,50 @@ export async function issueApiKey (store: Store, accountId: number, label: strin
 }
 
 /** Generates a key for the account with that email; the secret is in the result and nowhere else. */
-export async function createApiKey (store: Store, input: { email: string, label?: string | undefined }): Promise<{ key: string, row: ApiKeyRow, account: AccountRow }> {
+export async function createApiKey (store: Store, input: { email: string, label?: string | undefined } & KeyTerms, context: AuditContext = OPERATOR): Promise<{ key: string, row: ApiKeyRow, account: AccountRow }> {
   const label = keyLabelOrFail(input.label)
   const account = await accountOrFail(store, input.email)
-  return { ...await issueApiKey(store, account.id, label), account }
+  return { ...await issueApiKey(store, account.id, label, input, context), account }
+}
+
+/**
+ * Rolls a live key: a new key with the same label and scopes (and lifetime), while the old one keeps
+ * working for `graceMs` (DEFAULT_ROLL_GRACE_MS by default; 0 ends it at once). Counted as a key
+ * generation; the old key counts toward the cap until it expires. `ownerId` limits it to one
+ * account's keys (the portal).
+ */
+export async function rollApiKey (store: Store, keyId: string, options: { graceMs?: number | undefined, ownerId?: number }, context: AuditContext = OPERATOR): Promise<{ key: string, row: ApiKeyRow, old: ApiKeyRow }> {
+  const existing = isWellFormedKeyId(keyId) ? await store.apiKeys.findById(keyId) : undefined
+  if (existing === undefined || (options.ownerId !== undefined && existing.accountId !== options.ownerId)) throw new AccountsError(`no key has the id ${keyId}`)
+  if (!existing.live) throw new AccountsError(`key ${keyId} is ${existing.revokedAt !== null ? 'revoked' : 'expired'} already: there is nothing to roll; create a new key instead`)
+  await countKeyChange(store, 'generation', existing.accountId)
+  const graceMs = options.graceMs ?? DEFAULT_ROLL_GRACE_MS
+  const generated = generateApiKey()
+  let result
+  try {
+    result = await store.apiKeys.roll(keyId, { id: newKeyId(), prefix: generated.prefix, hash: generated.hash }, { graceMs, maxLive: MAX_LIVE_KEYS })
+  } catch (error) {
+    if (error instanceof KeyLimitError) throw new LiveKeyLimitError(error.limit)
+    throw error
+  }
+  if (result.outcome === 'unknown') throw new AccountsError(`no key has the id ${keyId}`)
+  if (result.outcome === 'ended') throw new AccountsError(`key ${keyId} has ended already: there is nothing to roll; create a new key instead`)
+  await appendAuditEvent(store.audit, 'key_rolled', context, {
+    accountId: result.old.accountId, keyId, detail: `replaced by ${result.key.id}; works until ${result.old.expiresAt?.toISOString() ?? 'now'}`
+  })
+  return { key: generated.key, row: result.key, old: result.old }
 }
 
 /**
  * Sets the password the account logs in to the developer portal with (accounts created
  * by the CLI have none) and ends the account's portal sessions.
  */
-export async function setAccountPassword (store: Store, input: { email: string, password: string }): Promise<{ account: AccountRow, endedSessions: number }> {
+export async function setAccountPassword (store: Store, input: { email: string, password: string }, context: AuditContext = OPERATOR): Promise<{ account: AccountRow, endedSessions: number }> {
   const problem = controlCharacterProblem('password', input.password) ?? passwordProblem(input.password)
   if (problem !== undefined) throw new AccountsError(problem)
   const account = await accountOrFail(store, input.email)
   await store.accounts.setPasswordHash(account.id, await hashPassword(input.password))
+  await appendAuditEvent(store.audit, 'password_set', context, { accountId: account.id })
   return { account, endedSessions: await store.sessions.deleteByAccount(account.id) }
 }
 
@@ -107,17 +204,39 @@ export async function listApiKeys (store: Store, email: string): Promise<ApiKeyR
   return store.apiKeys.listByAccount(account.id)
 }
 
+async function revoked (store: Store, key: Pick<ApiKeyRow, 'id' | 'accountId'>, context: AuditContext = OPERATOR): Promise<RevokeResult> {
+  const result = await store.apiKeys.revoke(key.id)
+  if (result === 'revoked') await appendAuditEvent(store.audit, 'key_revoked', context, { accountId: key.accountId, keyId: key.id })
+  return result
+}
+
 /** Revokes one of the account's keys, within the account's budget of revocations (the portal). */
-export async function revokeOwnApiKey (store: Store, key: ApiKeyRow): Promise<RevokeResult> {
+export async function revokeOwnApiKey (store: Store, key: ApiKeyRow, context: AuditContext = OPERATOR): Promise<RevokeResult> {
   await countKeyChange(store, 'revocation', key.accountId)
-  return store.apiKeys.revoke(key.id)
+  return revoked(store, key, context)
 }
 
 /**
  * Revokes any key by id (the operator's CLI). Not counted against the account's budget: an
  * operator revoking a leaked key must never be told to wait.
  */
-export async function revokeApiKey (store: Store, keyId: string): Promise<RevokeResult> {
-  if (!isWellFormedKeyId(keyId)) return 'unknown'
-  return store.apiKeys.revoke(keyId)
+export async function revokeApiKey (store: Store, keyId: string, context: AuditContext = OPERATOR): Promise<RevokeResult> {
+  const key = isWellFormedKeyId(keyId) ? await store.apiKeys.findById(keyId) : undefined
+  if (key === undefined) return 'unknown'
+  return revoked(store, key, context)
+}
+
+/** The account's audit events, newest first (the CLI's `audit`). */
+export async function accountAuditEvents (store: Store, email: string, query: { limit: number, beforeId?: number }): Promise<{ account: AccountRow, events: Awaited<ReturnType<Store['audit']['page']>> }> {
+  const account = await accountOrFail(store, email)
+  return { account, events: await store.audit.page(account.id, query) }
+}
+
+/** The key's usage counts for the last `days` days (the CLI's `keys usage`, the portal's chart). */
+export async function keyUsageSince (store: Store, keyId: string, days: number, now = Date.now()): Promise<{ key: ApiKeyRow, since: Date, counts: Awaited<ReturnType<Store['keyUsage']['forKey']>> }> {
+  const key = isWellFormedKeyId(keyId) ? await store.apiKeys.findById(keyId) : undefined
+  if (key === undefined) throw new AccountsError(`no key has the id ${keyId}`)
+  const hour = 3_600_000
+  const since = new Date(now - (now % hour) - (days * 24 - 1) * hour)
+  return { key, since, counts: await store.keyUsage.forKey(keyId, since) }
 }

@@ -1,10 +1,22 @@
-import { hashApiKey, isWellFormedApiKey } from '../core/api-keys.js'
-import type { ApiKeyRepository } from '../storage/store.js'
+import { hashApiKey, isWellFormedApiKey, type Scope } from '../core/api-keys.js'
+import type { ApiKeyRepository, ApiKeyRow } from '../storage/store.js'
 import { LastUsedRecorder } from './last-used-recorder.js'
 
 export interface VerifiedKey {
   keyId: string
   accountId: number
+  scopes: ReadonlySet<Scope>
+  /** From this instant (ms since the epoch) the key is refused as expired; Infinity when it does not expire. */
+  expiresAt: number
+}
+
+function verifiedKeyOf (row: ApiKeyRow): VerifiedKey {
+  return { keyId: row.id, accountId: row.accountId, scopes: new Set(row.scopes), expiresAt: row.expiresAt?.getTime() ?? Infinity }
+}
+
+/** Whether the key has expired at `now`: checked on every request, so an expiry needs no invalidation to take effect. */
+export function hasExpired (key: VerifiedKey, now: number): boolean {
+  return key.expiresAt <= now
 }
 
 /** Revocations by any process reach this one within this interval plus one query. */
@@ -15,8 +27,8 @@ const MAX_CACHED_KEYS = 50_000
  * Verifies presented API keys. A verified key is remembered by its hash, so a known key
  * costs one SHA-256 and a map lookup. Every instance polls the store's feed of key
  * invalidations (revocations, numbered in commit order) and forgets exactly the keys named
- * there; the rest stay verified. invalidate() is the one way a key leaves the memory, so
- * anything else that ends a key (an expiry reached) can drive it too.
+ * there (a revocation, or a roll that moved an expiry); the rest stay verified. An expiry needs no
+ * invalidation: each request compares the remembered expiry with the clock.
  */
 export class KeyVerifier {
   private readonly verified = new Map<string, VerifiedKey>()
@@ -67,6 +79,10 @@ export class KeyVerifier {
     this.lastUsed.touch(key.keyId)
   }
 
+  /**
+   * The key that was presented, unless it is unknown or revoked; an expired key is returned too
+   * (hasExpired() tells), so that its refusal can say that it expired.
+   */
   async verify (presented: string): Promise<VerifiedKey | undefined> {
     if (!isWellFormedApiKey(presented)) return undefined
     const known = this.cached(presented)
@@ -75,8 +91,8 @@ export class KeyVerifier {
     const hash = hashApiKey(presented)
     const marker = this.marker
     const row = await this.apiKeys.findByHash(hash)
-    if (row === undefined || !row.live) return undefined
-    const key = { keyId: row.id, accountId: row.accountId }
+    if (row === undefined || row.revokedAt !== null) return undefined
+    const key = verifiedKeyOf(row)
     // Invalidations read while the lookup ran may concern this very key, which was not remembered
     // yet for them to drop: remember it only when none came in meanwhile.
     if (marker === this.marker) this.remember(hash, key)

@@ -1,7 +1,14 @@
 /**
- * The one definition of a live API key, as an SQL condition on `api_keys` that both engines
- * accept: not revoked. Every query that asks "does this key work?" (the cap on keys per
- * account, the verifier's lookup, the portal's list) reads it from here, so a further way for a
- * key to stop working (an expiry) is added in this one place.
+ * The one definition of a live API key: not revoked, and not past its expiry. As an SQL condition
+ * on `api_keys` that both engines accept, given the placeholder that binds the current time in
+ * milliseconds (`?` for SQLite, `$n` for PostgreSQL); and the same rule on a row already read.
+ * Every question "does this key work?" (the cap on keys per account, the verifier's lookup, the
+ * portal's and the CLI's lists) is answered from here.
  */
-export const LIVE_KEY_SQL = 'revoked_at IS NULL'
+export function liveKeySql (now: string): string {
+  return `(revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ${now}))`
+}
+
+export function isLiveKey (row: { revokedAt: Date | null, expiresAt: Date | null }, now: number): boolean {
+  return row.revokedAt === null && (row.expiresAt === null || row.expiresAt.getTime() > now)
+}

@@ -1,3 +1,4 @@
+import type { Scope } from '../core/api-keys.js'
 import type { NewPetRecord, PetRecord, PetStatus } from '../core/pets.js'
 
 /** One page of animals. */
@@ -71,12 +72,25 @@ export interface ApiKeyRow {
   createdAt: Date
   lastUsedAt: Date | null
   revokedAt: Date | null
+  /** What the key may do. */
+  scopes: Scope[]
+  /** From this instant the key is refused; null for a key that does not expire. */
+  expiresAt: Date | null
+  /** The key that replaced this one when it was rolled; null when it was not. */
+  rolledTo: string | null
   /**
-   * Whether the key works, as the database judged it when the row was read (src/storage/live-keys.ts
-   * holds the one definition): what the cap on keys counts and what the verifier accepts.
+   * Whether the key worked when the row was read (src/storage/live-keys.ts holds the one
+   * definition): what the cap on keys counts and what the verifier accepts.
    */
   live: boolean
 }
+
+export type RollResult =
+  | { outcome: 'rolled', old: ApiKeyRow, key: ApiKeyRow }
+  /** No key has that id. */
+  | { outcome: 'unknown' }
+  /** The key is revoked or expired already: there is nothing to roll. */
+  | { outcome: 'ended', old: ApiKeyRow }
 
 export type RevokeResult = 'revoked' | 'already_revoked' | 'unknown'
 
@@ -108,20 +122,39 @@ export interface ApiKeyPage {
   total: number
 }
 
+export interface NewApiKey {
+  id: string
+  accountId: number
+  label: string | null
+  prefix: string
+  hash: string
+  /** DEFAULT_SCOPES when absent. */
+  scopes?: readonly Scope[]
+  /** Null (never) when absent. */
+  expiresAt?: Date | null
+}
+
 export interface ApiKeyRepository {
   /**
    * Creates the key unless the account already has `maxLive` live keys (KeyLimitError). The count
    * and the insert are one transaction that holds the account's row (PostgreSQL) or the write lock
    * (SQLite), so concurrent creations on any instance cannot overshoot the cap.
    */
-  create (key: { id: string, accountId: number, label: string | null, prefix: string, hash: string }, limits: { maxLive: number }): Promise<ApiKeyRow>
-  /** The key with that SHA-256 digest, revoked or not; undefined when none. */
+  create (key: NewApiKey, limits: { maxLive: number }): Promise<ApiKeyRow>
+  /**
+   * Issues `successor` with the label and scopes of the live key `id` (and, when that one expires,
+   * the same lifetime from now), and makes the old key expire `graceMs` from now unless it expires
+   * sooner; records the old key's invalidation. One transaction, under the same cap as create():
+   * the old key counts until it expires.
+   */
+  roll (id: string, successor: { id: string, prefix: string, hash: string }, options: { graceMs: number, maxLive: number }): Promise<RollResult>
+  /** The key with that SHA-256 digest, live or not; undefined when none. */
   findByHash (hash: string): Promise<ApiKeyRow | undefined>
   /** The key with that id, revoked or not; undefined when none. */
   findById (id: string): Promise<ApiKeyRow | undefined>
   /** Every key of the account, oldest first. */
   listByAccount (accountId: number): Promise<ApiKeyRow[]>
-  /** A page of the account's live keys (oldest first) or of its other keys (most recently revoked first). */
+  /** A page of the account's live keys (oldest first) or of its ended ones, revoked or expired (most recently ended first). */
   pageByAccount (accountId: number, query: { live: boolean, limit: number, offset: number }): Promise<ApiKeyPage>
   /**
    * Marks the key revoked and records its invalidation with the next sequence number, in one
@@ -134,6 +167,64 @@ export interface ApiKeyRepository {
   invalidationsSince (marker: number): Promise<KeyInvalidations>
   /** Writes last-used times, never moving one backwards. */
   recordLastUsed (uses: ReadonlyArray<{ id: string, at: Date }>): Promise<void>
+}
+
+/** 2xx stands for every answer below 400 (a 304 included), 4xx for 400 to 499, 5xx for the rest. */
+export type UsageOutcome = '2xx' | '4xx' | '5xx'
+
+/** Requests one key made in one hour, for one operation, with one outcome. */
+export interface UsageCount {
+  keyId: string
+  /** The start of the hour (UTC). */
+  hour: Date
+  /** The operationId; `other` for a request that matched no operation. */
+  operation: string
+  outcome: UsageOutcome
+  count: number
+}
+
+/** Per-key request counts by hour; every instance adds its own, and the rows hold the sums. */
+export interface KeyUsageRepository {
+  /** Adds the counts to what is stored (one transaction): concurrent adds from several instances sum. */
+  add (counts: readonly UsageCount[]): Promise<void>
+  /** The key's counts for the hours from `since` on, oldest first. */
+  forKey (keyId: string, since: Date): Promise<UsageCount[]>
+  /** Deletes the counts of hours before the date; returns how many rows. */
+  deleteBefore (date: Date): Promise<number>
+}
+
+export const AUDIT_EVENTS = [
+  'account_created', 'password_set', 'login_succeeded', 'login_failed',
+  'key_created', 'key_rolled', 'key_revoked', 'key_expired', 'scope_denied'
+] as const
+export type AuditEventType = typeof AUDIT_EVENTS[number]
+export type AuditActor = 'cli' | 'portal' | 'api'
+
+export interface NewAuditEvent {
+  at: Date
+  event: AuditEventType
+  actor: AuditActor
+  accountId: number | null
+  keyId: string | null
+  /** The client's address, where there is a client (the portal, the API). */
+  address: string | null
+  /** What else identifies the event (a successor key id, a scope): never a secret. */
+  detail: string | null
+  /** An event with a `once` text is recorded only if no event had the same text before (deduplication across instances). */
+  once?: string
+}
+
+export interface AuditEvent extends Omit<NewAuditEvent, 'once'> {
+  /** Increases with every event appended. */
+  id: number
+}
+
+/** The append-only audit trail of accounts and keys (the database refuses to change or delete an event). */
+export interface AuditRepository {
+  /** Appends the event; false when an event with the same `once` text exists, and nothing was appended. */
+  append (event: NewAuditEvent): Promise<boolean>
+  /** The account's events, newest first: at most `limit`, with ids below `beforeId` when given. */
+  page (accountId: number, query: { limit: number, beforeId?: number | undefined }): Promise<AuditEvent[]>
 }
 
 export interface SessionRow {
@@ -255,6 +346,8 @@ export interface Store {
   readonly pets: PetRepository
   readonly accounts: AccountRepository
   readonly apiKeys: ApiKeyRepository
+  readonly keyUsage: KeyUsageRepository
+  readonly audit: AuditRepository
   readonly idempotency: IdempotencyRepository
   readonly sessions: SessionRepository
   readonly loginAttempts: LoginAttemptRepository

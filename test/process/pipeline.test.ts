@@ -28,7 +28,7 @@ function serviceWithTwoMoreSteps (t: TestContext): string {
     `onResponse: (request, reply, done) => { request.server.log.info({ step: '${name}', requestId: request.id, statusCode: reply.statusCode }, 'step ran'); done() } },`
   const edited = source
     .replace(/^(\s*)requestContext\(\),$/m, (line, indent: string) => `${line}\n${indent}${step('first', 'every request')}`)
-    .replace(/^(\s*)authentication\(deps\.verifier\),$/m, (line, indent: string) => `${line}\n${indent}${step('api', 'api')}`)
+    .replace(/^(\s*)authentication\([^)]*\),$/m, (line, indent: string) => `${line}\n${indent}${step('api', 'api')}`)
     .replace(/^(\s*)accessLog\(\)$/m, (line, indent: string) => `${line},\n${indent}${step('last', 'every request')}`)
   assert.equal(edited.split('\n').length, source.split('\n').length + 3, 'the pipeline list has the lines the test inserts after')
   writeFileSync(join(dir, PIPELINE), edited)

@@ -5,7 +5,7 @@ import { POSTGRES_MIGRATIONS } from '../../src/storage/postgres/migrations.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 
-test('PostgreSQL migration 4 keeps keys, counts and the revocation marker of a version 3 database', { timeout: 60_000 }, async (t) => {
+test('PostgreSQL migrations 4 and 5 keep keys (with both scopes), counts and the revocation marker of a version 3 database', { timeout: 60_000 }, async (t) => {
   if (!await postgresAvailable()) {
     t.skip('PostgreSQL is not reachable')
     return
@@ -33,7 +33,9 @@ test('PostgreSQL migration 4 keeps keys, counts and the revocation marker of a v
 
   const store = openPostgresStore(url, { poolSize: 2, onError: () => {} })
   t.after(() => store.close())
-  assert.deepEqual(await store.migrate(), [4])
+  assert.deepEqual(await store.migrate(), [4, 5])
+  assert.deepEqual((await store.apiKeys.listByAccount(1)).map(({ scopes, expiresAt, rolledTo }) => ({ scopes, expiresAt, rolledTo })),
+    [1, 2].map(() => ({ scopes: ['animals:read', 'animals:write'], expiresAt: null, rolledTo: null })), 'migration 5: keys made before scopes keep both, and do not expire')
   assert.equal(await store.apiKeys.revocationMarker(), 7)
   assert.deepEqual((await store.apiKeys.listByAccount(1)).map(({ id, live }) => ({ id, live })), [{ id: 'key_live000000000001', live: true }, { id: 'key_gone000000000001', live: false }])
   assert.equal(await store.apiKeys.revoke('key_live000000000001'), 'revoked')

@@ -29,7 +29,7 @@ test('migration 4 replaces the (status, id) index with one per status, and every
   databaseAtVersion3(path, animals)
   const store = openSqliteStore(path)
   t.after(() => store.close())
-  assert.deepEqual(await store.migrate(), [4, 5])
+  assert.deepEqual(await store.migrate(), [4, 5, 6])
 
   for (const status of PET_STATUSES) {
     const expected = Array.from({ length: animals }, (_, index) => index + 1).filter((id) => STATUS_OF(id) === status)
@@ -56,7 +56,7 @@ test('migration 4 replaces the (status, id) index with one per status, and every
   assert.match(plan.map(({ detail }) => detail).join('\n'), /USING INDEX pets_pending_id/)
 })
 
-test('migration 5 keeps keys, counts and the revocation marker of a version 4 database, and everything built on it works', async (t) => {
+test('migrations 5 and 6 keep keys (with both scopes), counts and the revocation marker of a version 4 database, and everything built on it works', async (t) => {
   const path = join(tempDir(t), 'version-4.sqlite')
   const db = new Database(path)
   db.pragma('journal_mode = WAL')
@@ -77,7 +77,9 @@ test('migration 5 keeps keys, counts and the revocation marker of a version 4 da
 
   const store = openSqliteStore(path)
   t.after(() => store.close())
-  assert.deepEqual(await store.migrate(), [5])
+  assert.deepEqual(await store.migrate(), [5, 6])
+  assert.deepEqual((await store.apiKeys.listByAccount(1)).map(({ scopes, expiresAt, rolledTo }) => ({ scopes, expiresAt, rolledTo })),
+    [1, 2].map(() => ({ scopes: ['animals:read', 'animals:write'], expiresAt: null, rolledTo: null })), 'migration 6: keys made before scopes keep both, and do not expire')
   assert.equal(await store.apiKeys.revocationMarker(), 7, 'instances keep reading from the marker they knew')
   assert.deepEqual(await store.apiKeys.invalidationsSince(7), { marker: 7, keyIds: [] })
   assert.deepEqual((await store.apiKeys.listByAccount(1)).map(({ id, live }) => ({ id, live })), [{ id: 'key_live000000000001', live: true }, { id: 'key_gone000000000001', live: false }])

@@ -12,6 +12,7 @@ import { EXACT_CATEGORY_ID } from '../json-body.js'
 import type { ListPetsRequest, PetReads, ReadAnswer } from '../pet-reads.js'
 import { errorResponses, keyedResponses, withHeaders, type ErrorExamples } from '../schemas/error.js'
 import { DEPRECATION_HEADERS, ETAG_HEADER, LOCATION_HEADER, NEXT_LINK_HEADER } from '../schemas/headers.js'
+import { requiresScope } from '../schemas/scopes.js'
 import { IdempotencyKeyHeaderSchema, ListPetsQuerySchema, PAGE_SIZE, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
 import { registerMethodFallbacks } from './method-fallbacks.js'
 
@@ -122,7 +123,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
 
   app.get('/pets', {
     preValidation: hook(readListQuery),
-    schema: {
+    schema: requiresScope('animals:read', {
       operationId: 'listPets',
       summary: 'List animals',
       description: 'Animals ordered by id ascending, at most `limit` of them. When more match, the response carries a `Link: <…>; rel="next"` header (RFC 8288) whose URL returns the next page; following it visits every matching animal exactly once, even while animals are added. A page that came back full never changes and carries a strong ETag.',
@@ -137,7 +138,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
         304: { description: 'Not modified: the full page matching If-None-Match is unchanged; no body.', type: 'null' },
         ...errorResponses([400, 401], { 400: LIST_PETS_400 })
       })
-    }
+    })
   }, function listPets (request, reply) {
     // The schema's default fills in limit.
     const { limit = PAGE_SIZE.default, status, cursor } = request.query
@@ -149,7 +150,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
   })
 
   app.post('/pets', {
-    schema: {
+    schema: requiresScope('animals:write', {
       operationId: 'createPet',
       summary: 'Add an animal',
       description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most 65,536 bytes. No type coercion: `"5"` is not an integer.\n\n' +
@@ -165,7 +166,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
         },
         ...errorResponses([400, 401, 409, 413, 415, 422], { 400: CREATE_PET_400 })
       })
-    }
+    })
   }, async function createPet (request, reply) {
     const body = request.body as NewPet & { [EXACT_CATEGORY_ID]?: bigint }
     const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
@@ -195,7 +196,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
   app.get('/pets/:petId', {
     preValidation: hook(readPetId),
     onSend: addDeprecationHeaders,
-    schema: {
+    schema: requiresScope('animals:read', {
       operationId: 'getPet',
       summary: 'Get an animal (deprecated)',
       description: 'Deprecated: to be removed on 5 December 2030. Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.',
@@ -206,7 +207,7 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
         200: { ...PetRef, description: 'The animal.' },
         ...errorResponses([400, 401, 404], { 400: GET_PET_400, 404: GET_PET_404 })
       }), DEPRECATION_HEADERS)
-    }
+    })
   }, function getPet (request, reply) {
     const { petId } = request.params
     const cached = reads.cachedPet(petId)

@@ -36,7 +36,8 @@ export type ErrorExamples = Record<string, ErrorExample>
 
 const DESCRIPTIONS: Record<number, string> = {
   400: 'The request is invalid; the message names the field or parameter.',
-  401: 'The API key is missing or invalid. Get a key in the [developer portal](/portal).',
+  401: 'The API key is missing, invalid, revoked or expired. Get a key in the [developer portal](/portal).',
+  403: 'The API key is valid but lacks the scope this operation needs (insufficient_scope); the WWW-Authenticate header names the scope.',
   404: 'The requested resource could not be found.',
   409: 'A request with the same Idempotency-Key is still in flight (idempotency_key_in_use).',
   413: 'The request body is larger than 65,536 bytes.',
@@ -54,7 +55,8 @@ const EXAMPLES: Record<number, ErrorExamples> = {
   401: {
     missingKey: { summary: 'No Authorization header', code: 'unauthorized', message: 'an API key is required: send Authorization: Bearer <API_KEY>' },
     otherScheme: { summary: 'Another scheme than Bearer', code: 'unauthorized', message: 'the Authorization header must use the Bearer scheme' },
-    invalidKey: { summary: 'A key that is unknown or revoked', code: 'unauthorized', message: 'the API key is invalid or has been revoked' }
+    invalidKey: { summary: 'A key that is unknown or revoked', code: 'unauthorized', message: 'the API key is invalid or has been revoked' },
+    expiredKey: { summary: 'A key past its expiry', code: 'unauthorized', message: 'the API key expired at 2026-12-01T00:00:00.000Z; create or roll a key in the developer portal' }
   },
   409: {
     inFlight: { summary: 'The first request with this key is still running', code: 'idempotency_key_in_use', message: 'a request with this Idempotency-Key is still being processed; retry shortly' }
@@ -81,6 +83,7 @@ const EXAMPLES: Record<number, ErrorExamples> = {
 
 const HEADERS: Record<number, Record<string, object>> = {
   401: { 'WWW-Authenticate': WWW_AUTHENTICATE_HEADER },
+  403: { 'WWW-Authenticate': WWW_AUTHENTICATE_HEADER },
   429: { 'Retry-After': RETRY_AFTER_HEADER, ...RATE_LIMIT_HEADERS },
   503: { 'Retry-After': RETRY_AFTER_HEADER }
 }

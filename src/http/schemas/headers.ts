@@ -1,4 +1,5 @@
-import { GET_PET_DEPRECATED_AT, GET_PET_SUNSET, WWW_AUTHENTICATE, WWW_AUTHENTICATE_INVALID } from '../headers.js'
+import { SCOPES } from '../../core/api-keys.js'
+import { GET_PET_DEPRECATED_AT, GET_PET_SUNSET, insufficientScopeChallenge, WWW_AUTHENTICATE, WWW_AUTHENTICATE_EXPIRED, WWW_AUTHENTICATE_INVALID } from '../headers.js'
 
 /**
  * The response headers the document describes, each with the bounds of what the server sends.
@@ -39,8 +40,9 @@ export const DEPRECATION_HEADERS = {
 
 export const WWW_AUTHENTICATE_HEADER = {
   type: 'string',
-  enum: [WWW_AUTHENTICATE, WWW_AUTHENTICATE_INVALID],
-  description: 'The bearer challenge (RFC 6750), with `error="invalid_token"` when a key was sent but is not valid.'
+  enum: [WWW_AUTHENTICATE, WWW_AUTHENTICATE_INVALID, WWW_AUTHENTICATE_EXPIRED, ...SCOPES.map(insufficientScopeChallenge)],
+  description: 'The bearer challenge (RFC 6750): with `error="invalid_token"` (401) when a key was sent but is not valid, and an `error_description` ' +
+    'when it expired; with `error="insufficient_scope"` and the scope (403) when a valid key lacks the scope the operation needs.'
 }
 
 export const RETRY_AFTER_HEADER = {

@@ -3,8 +3,8 @@ import type { Socket } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { bearerTokenOf } from '../../core/api-keys.js'
 import { ApiError } from '../../core/errors.js'
-import type { KeyVerifier, VerifiedKey } from '../../services/key-verifier.js'
-import { WWW_AUTHENTICATE, WWW_AUTHENTICATE_INVALID } from '../headers.js'
+import { hasExpired, type KeyVerifier, type VerifiedKey } from '../../services/key-verifier.js'
+import { WWW_AUTHENTICATE, WWW_AUTHENTICATE_EXPIRED, WWW_AUTHENTICATE_INVALID } from '../headers.js'
 import type { Step } from '../pipeline.js'
 
 declare module 'fastify' {
@@ -52,6 +52,18 @@ export async function authenticate (verifier: KeyVerifier, authorization: string
   return key
 }
 
+/** The 401 of a key presented after its expiry: it says so, with the instant, so that its owner knows to roll it. */
+export function expiredKeyError (key: VerifiedKey): ApiError {
+  return new ApiError('unauthorized', `the API key expired at ${new Date(key.expiresAt).toISOString()}; create or roll a key in the developer portal`,
+    { 'www-authenticate': WWW_AUTHENTICATE_EXPIRED })
+}
+
+/** What the step tells others about (the audit trail). */
+export interface AuthenticationEvents {
+  /** A request from the address presented the key after its expiry. */
+  keyExpired: (key: VerifiedKey, address: string) => void
+}
+
 /** The key a connection presented on its last request, and the verifier's generation then. */
 interface PresentedKey { authorization: string, key: VerifiedKey, generation: number }
 
@@ -61,7 +73,7 @@ interface PresentedKey { authorization: string, key: VerifiedKey, generation: nu
  * whatever else is wrong with it. A key verified before costs one SHA-256 and a map lookup;
  * a keep-alive connection that sends the same header again costs a string comparison.
  */
-export function authentication (verifier: KeyVerifier): Step {
+export function authentication (verifier: KeyVerifier, events: AuthenticationEvents): Step {
   /**
    * The header is held no longer than the connection that carries it, and only while no key
    * was forgotten since (a revocation moves the generation). Parsing the header and hashing
@@ -85,6 +97,12 @@ export function authentication (verifier: KeyVerifier): Step {
   }
 
   function verified (request: FastifyRequest, done: (error?: Error) => void, key: VerifiedKey): void {
+    // A remembered key carries its expiry: comparing it with the clock here is what refuses it on every instance at once.
+    if (key.expiresAt !== Infinity && hasExpired(key, Date.now())) {
+      events.keyExpired(key, request.ip)
+      done(expiredKeyError(key))
+      return
+    }
     request.apiKey = key
     done()
   }

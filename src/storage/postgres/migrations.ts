@@ -111,5 +111,45 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number, name: string,
       CREATE INDEX api_keys_account_revoked ON api_keys (account_id, revoked_at);
       DROP INDEX api_keys_account_id;
     `
+  },
+  {
+    version: 5,
+    name: 'key_lifecycle',
+    sql: `
+      -- Keys made before scopes keep both.
+      ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'animals:read animals:write';
+      ALTER TABLE api_keys ADD COLUMN expires_at BIGINT;
+      ALTER TABLE api_keys ADD COLUMN rolled_to TEXT;
+
+      -- Requests per key, hour, operation and outcome; every instance adds its counts to the row.
+      CREATE TABLE key_usage (
+        key_id TEXT NOT NULL,
+        hour BIGINT NOT NULL,
+        operation TEXT NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome IN ('2xx', '4xx', '5xx')),
+        count BIGINT NOT NULL,
+        PRIMARY KEY (key_id, hour, operation, outcome)
+      );
+      CREATE INDEX key_usage_hour ON key_usage (hour);
+
+      -- Account and key events. Append-only: the trigger refuses to change or delete one.
+      CREATE TABLE audit_events (
+        id BIGSERIAL PRIMARY KEY,
+        at BIGINT NOT NULL,
+        event TEXT NOT NULL,
+        actor TEXT NOT NULL CHECK (actor IN ('cli', 'portal', 'api')),
+        account_id BIGINT,
+        key_id TEXT,
+        address TEXT,
+        detail TEXT,
+        once TEXT UNIQUE
+      );
+      CREATE INDEX audit_events_account_id ON audit_events (account_id, id);
+      CREATE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'audit events are append-only'; END
+      $$;
+      CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events
+        FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only();
+    `
   }
 ]

@@ -4,7 +4,8 @@ import { exactInteger } from '../../core/int64.js'
 import type { NewPetRecord, PetRecord, PetStatus } from '../../core/pets.js'
 import { BatchedLookup } from '../batched-lookup.js'
 import { GroupCommit } from '../group-commit.js'
-import { LIVE_KEY_SQL } from '../live-keys.js'
+import { DEFAULT_SCOPES, scopesOfText, scopesText } from '../../core/api-keys.js'
+import { isLiveKey, liveKeySql } from '../live-keys.js'
 import {
   DuplicateEmailError,
   KEY_INVALIDATIONS_KEPT_MS,
@@ -12,6 +13,10 @@ import {
   StoreUnavailableError,
   type AccountRow,
   type ApiKeyRow,
+  type AuditEvent,
+  type AuditEventType,
+  type RollResult,
+  type UsageOutcome,
   type IdempotencyClaim,
   type IdempotencyKeyRef,
   type KeyInvalidations,
@@ -64,10 +69,12 @@ interface ApiKeyDbRow {
   created_at: string
   last_used_at: string | null
   revoked_at: string | null
-  live: boolean
+  scopes: string
+  expires_at: string | null
+  rolled_to: string | null
 }
 
-const API_KEY_COLUMNS = `id, account_id, label, prefix, created_at, last_used_at, revoked_at, (${LIVE_KEY_SQL}) AS live`
+const API_KEY_COLUMNS = 'id, account_id, label, prefix, created_at, last_used_at, revoked_at, scopes, expires_at, rolled_to'
 /** Beyond this many invalidations since an instance last read them, it forgets every key rather than read them all. */
 const MAX_INVALIDATIONS_READ = 10_000
 
@@ -76,16 +83,48 @@ const toDate = (ms: string | null): Date | null => (ms === null ? null : new Dat
 const toAccount = (row: AccountDbRow): AccountRow =>
   ({ id: Number(row.id), email: row.email, name: row.name, createdAt: new Date(Number(row.created_at)) })
 
-const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
-  id: row.id,
-  accountId: Number(row.account_id),
-  label: row.label,
-  prefix: row.prefix,
-  createdAt: new Date(Number(row.created_at)),
-  lastUsedAt: toDate(row.last_used_at),
-  revokedAt: toDate(row.revoked_at),
-  live: row.live
+const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => {
+  const key = {
+    id: row.id,
+    accountId: Number(row.account_id),
+    label: row.label,
+    prefix: row.prefix,
+    createdAt: new Date(Number(row.created_at)),
+    lastUsedAt: toDate(row.last_used_at),
+    revokedAt: toDate(row.revoked_at),
+    scopes: scopesOfText(row.scopes),
+    expiresAt: toDate(row.expires_at),
+    rolledTo: row.rolled_to
+  }
+  return { ...key, live: isLiveKey(key, Date.now()) }
+}
+
+interface AuditDbRow { id: string, at: string, event: AuditEventType, actor: AuditEvent['actor'], account_id: string | null, key_id: string | null, address: string | null, detail: string | null }
+const AUDIT_COLUMNS = 'id, at, event, actor, account_id, key_id, address, detail'
+const toAuditEvent = (row: AuditDbRow): AuditEvent => ({
+  id: Number(row.id),
+  at: new Date(Number(row.at)),
+  event: row.event,
+  actor: row.actor,
+  accountId: row.account_id === null ? null : Number(row.account_id),
+  keyId: row.key_id,
+  address: row.address,
+  detail: row.detail
 })
+
+/** Locks the account's row until commit, so creations for one account take turns between count and insert; throws at the cap. */
+async function lockAccountUnderCap (client: pg.PoolClient, accountId: number, maxLive: number, now: number): Promise<void> {
+  await client.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId])
+  const { rows: [counted] } = await client.query<{ live: number }>(`SELECT count(*)::int AS live FROM api_keys WHERE account_id = $1 AND ${liveKeySql('$2')}`, [accountId, now])
+  if ((counted?.live ?? 0) >= maxLive) throw new KeyLimitError(maxLive)
+}
+
+/** Numbers the key's invalidation; the counter row stays locked until commit, so numbers become visible in their order. */
+async function recordInvalidation (client: pg.PoolClient, keyId: string, now: number): Promise<void> {
+  await client.query(`WITH next AS (UPDATE counters SET value = value + 1 WHERE name = 'key_revocations' RETURNING value)
+    INSERT INTO key_invalidations (seq, key_id, created_at) SELECT value, $1, $2 FROM next`, [keyId, now])
+  await client.query('DELETE FROM key_invalidations WHERE created_at < $1', [now - KEY_INVALIDATIONS_KEPT_MS])
+}
 
 /** Connection failures, timeouts and a host that turned read-only (a demoted primary) mean "try again later", not "bug". */
 function isUnavailable (error: unknown): boolean {
@@ -313,14 +352,31 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
     },
     apiKeys: {
       // The account's row stays locked until commit: creations for one account take turns between count and insert.
-      create: async ({ id, accountId, label, prefix, hash }, { maxLive }) => transaction(async (client): Promise<ApiKeyRow> => {
-        await client.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId])
-        const { rows: [counted] } = await client.query<{ live: number }>(`SELECT count(*)::int AS live FROM api_keys WHERE account_id = $1 AND ${LIVE_KEY_SQL}`, [accountId])
-        if ((counted?.live ?? 0) >= maxLive) throw new KeyLimitError(maxLive)
+      create: async (key, { maxLive }) => transaction(async (client): Promise<ApiKeyRow> => {
+        const now = Date.now()
+        await lockAccountUnderCap(client, key.accountId, maxLive, now)
         const { rows: [row] } = await client.query<ApiKeyDbRow>(
-          `INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${API_KEY_COLUMNS}`,
-          [id, accountId, label, prefix, hash, Date.now()])
+          `INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at, scopes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${API_KEY_COLUMNS}`,
+          [key.id, key.accountId, key.label, key.prefix, key.hash, now, scopesText(key.scopes ?? DEFAULT_SCOPES), key.expiresAt?.getTime() ?? null])
         return toApiKey(row as ApiKeyDbRow)
+      }),
+      roll: async (id, successor, { graceMs, maxLive }) => transaction(async (client): Promise<RollResult> => {
+        const { rows: [found] } = await client.query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])
+        if (found === undefined) return { outcome: 'unknown' }
+        const now = Date.now()
+        await lockAccountUnderCap(client, Number(found.account_id), maxLive, now)
+        // Read again under the account's lock: a concurrent roll or revocation of this key has committed by now.
+        const { rows: [row] } = await client.query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [id])
+        const old = toApiKey(row as ApiKeyDbRow)
+        if (!isLiveKey(old, now)) return { outcome: 'ended', old }
+        const expiresAt = old.expiresAt === null ? null : now + (old.expiresAt.getTime() - old.createdAt.getTime())
+        const { rows: [inserted] } = await client.query<ApiKeyDbRow>(
+          `INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at, scopes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${API_KEY_COLUMNS}`,
+          [successor.id, old.accountId, old.label, successor.prefix, successor.hash, now, scopesText(old.scopes), expiresAt])
+        const endsAt = Math.min(now + graceMs, old.expiresAt?.getTime() ?? Infinity)
+        const { rows: [ended] } = await client.query<ApiKeyDbRow>(`UPDATE api_keys SET expires_at = $1, rolled_to = $2 WHERE id = $3 RETURNING ${API_KEY_COLUMNS}`, [endsAt, successor.id, id])
+        await recordInvalidation(client, id, now)
+        return { outcome: 'rolled', old: toApiKey(ended as ApiKeyDbRow), key: toApiKey(inserted as ApiKeyDbRow) }
       }),
       findByHash: async (hash) => {
         const [row] = await query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE hash = $1`, [hash], 'api-key-by-hash')
@@ -333,13 +389,14 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
       listByAccount: async (accountId) =>
         (await query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = $1 ORDER BY created_at, id`, [accountId])).map(toApiKey),
       pageByAccount: async (accountId, { live, limit, offset }) => {
-        const condition = live ? LIVE_KEY_SQL : `NOT (${LIVE_KEY_SQL})`
-        const order = live ? 'created_at, id' : 'revoked_at DESC, id'
+        const condition = live ? liveKeySql('$4') : `NOT ${liveKeySql('$4')}`
+        const order = live ? 'created_at, id' : 'LEAST(revoked_at, expires_at) DESC, id'
+        const now = Date.now()
         const rows = await query<ApiKeyDbRow & { total: number }>(
           `SELECT ${API_KEY_COLUMNS}, count(*) OVER ()::int AS total FROM api_keys WHERE account_id = $1 AND ${condition} ORDER BY ${order} LIMIT $2 OFFSET $3`,
-          [accountId, limit, offset])
+          [accountId, limit, offset, now])
         // A page past the end has no row to carry the total.
-        const total = rows[0]?.total ?? Number((await query<{ total: string }>(`SELECT count(*) AS total FROM api_keys WHERE account_id = $1 AND ${condition}`, [accountId]))[0]?.total ?? 0)
+        const total = rows[0]?.total ?? Number((await query<{ total: string }>(`SELECT count(*) AS total FROM api_keys WHERE account_id = $1 AND ${condition.replace('$4', '$2')}`, [accountId, now]))[0]?.total ?? 0)
         return { rows: rows.map(toApiKey), total }
       },
       revoke: async (id) => transaction(async (client): Promise<RevokeResult> => {
@@ -349,10 +406,7 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
         if (existing.revoked_at !== null) return 'already_revoked'
         const now = Date.now()
         await client.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2', [now, id])
-        // The counter row stays locked until commit, so invalidation numbers become visible in their order.
-        await client.query(`WITH next AS (UPDATE counters SET value = value + 1 WHERE name = 'key_revocations' RETURNING value)
-          INSERT INTO key_invalidations (seq, key_id, created_at) SELECT value, $1, $2 FROM next`, [id, now])
-        await client.query('DELETE FROM key_invalidations WHERE created_at < $1', [now - KEY_INVALIDATIONS_KEPT_MS])
+        await recordInvalidation(client, id, now)
         return 'revoked'
       }),
       revocationMarker: async () =>
@@ -374,6 +428,36 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
         await query(`UPDATE api_keys AS k SET last_used_at = v.at FROM (VALUES ${tuples.join(', ')}) AS v (id, at)
           WHERE k.id = v.id AND (k.last_used_at IS NULL OR k.last_used_at < v.at)`, values)
       }
+    },
+    keyUsage: {
+      add: async (counts) => {
+        if (counts.length === 0) return
+        const values: unknown[] = []
+        const tuples = counts.map(({ keyId, hour, operation, outcome, count }, index) => {
+          values.push(keyId, hour.getTime(), operation, outcome, count)
+          const at = index * 5
+          return `($${at + 1}::text, $${at + 2}::bigint, $${at + 3}::text, $${at + 4}::text, $${at + 5}::bigint)`
+        })
+        // One statement: the rows of every instance meet in the upsert, which adds under the row lock.
+        await query(`INSERT INTO key_usage AS u (key_id, hour, operation, outcome, count) VALUES ${tuples.join(', ')}
+          ON CONFLICT (key_id, hour, operation, outcome) DO UPDATE SET count = u.count + excluded.count`, values)
+      },
+      forKey: async (keyId, since) =>
+        (await query<{ hour: string, operation: string, outcome: UsageOutcome, count: string }>(
+          'SELECT hour, operation, outcome, count FROM key_usage WHERE key_id = $1 AND hour >= $2 ORDER BY hour, operation, outcome', [keyId, since.getTime()]))
+          .map((row) => ({ keyId, hour: new Date(Number(row.hour)), operation: row.operation, outcome: row.outcome, count: Number(row.count) })),
+      deleteBefore: async (date) => (await onPool({ text: 'DELETE FROM key_usage WHERE hour < $1', values: [date.getTime()] })).rowCount ?? 0
+    },
+    audit: {
+      append: async ({ at, event, actor, accountId, keyId, address, detail, once }) =>
+        ((await onPool({
+          text: `INSERT INTO audit_events (at, event, actor, account_id, key_id, address, detail, once) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            ON CONFLICT (once) DO NOTHING`,
+          values: [at.getTime(), event, actor, accountId, keyId, address, detail, once ?? null]
+        })).rowCount ?? 0) === 1,
+      page: async (accountId, { limit, beforeId }) =>
+        (await query<AuditDbRow>(`SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE account_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+          [accountId, beforeId ?? Number.MAX_SAFE_INTEGER, limit])).map(toAuditEvent)
     },
     idempotency: {
       claim: async ({ apiKeyId, key }, fingerprint, { now, expiredBefore, abandonedBefore }) => transaction(async (client): Promise<IdempotencyClaim> => {

@@ -121,5 +121,42 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
       CREATE INDEX api_keys_account_revoked ON api_keys (account_id, revoked_at);
       DROP INDEX api_keys_account_id;
     `
+  },
+  {
+    version: 6,
+    name: 'key_lifecycle',
+    sql: `
+      -- Keys made before scopes keep both.
+      ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'animals:read animals:write';
+      ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
+      ALTER TABLE api_keys ADD COLUMN rolled_to TEXT;
+
+      -- Requests per key, hour, operation and outcome; every instance adds its counts to the row.
+      CREATE TABLE key_usage (
+        key_id TEXT NOT NULL,
+        hour INTEGER NOT NULL,
+        operation TEXT NOT NULL,
+        outcome TEXT NOT NULL CHECK (outcome IN ('2xx', '4xx', '5xx')),
+        count INTEGER NOT NULL,
+        PRIMARY KEY (key_id, hour, operation, outcome)
+      ) WITHOUT ROWID;
+      CREATE INDEX key_usage_hour ON key_usage (hour);
+
+      -- Account and key events. Append-only: the triggers refuse to change or delete one.
+      CREATE TABLE audit_events (
+        id INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        actor TEXT NOT NULL CHECK (actor IN ('cli', 'portal', 'api')),
+        account_id INTEGER,
+        key_id TEXT,
+        address TEXT,
+        detail TEXT,
+        once TEXT UNIQUE
+      );
+      CREATE INDEX audit_events_account_id ON audit_events (account_id, id);
+      CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+      CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
+    `
   }
 ]

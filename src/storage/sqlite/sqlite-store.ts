@@ -4,13 +4,19 @@ import type Database from 'better-sqlite3'
 import { decideClaim } from '../../core/idempotency.js'
 import { exactInteger } from '../../core/int64.js'
 import { PET_STATUSES, type NewPetRecord, type PetRecord, type PetStatus } from '../../core/pets.js'
-import { LIVE_KEY_SQL } from '../live-keys.js'
+import { DEFAULT_SCOPES, scopesOfText, scopesText } from '../../core/api-keys.js'
+import { isLiveKey, liveKeySql } from '../live-keys.js'
 import {
   DuplicateEmailError,
   KEY_INVALIDATIONS_KEPT_MS,
   KeyLimitError,
   type AccountRow,
   type ApiKeyRow,
+  type AuditEvent,
+  type AuditEventType,
+  type RollResult,
+  type UsageCount,
+  type UsageOutcome,
   type IdempotencyClaim,
   type ListPetsQuery,
   type KeyInvalidations,
@@ -56,25 +62,41 @@ interface ApiKeyDbRow {
   created_at: number
   last_used_at: number | null
   revoked_at: number | null
-  live: number
+  scopes: string
+  expires_at: number | null
+  rolled_to: string | null
 }
 
-const API_KEY_COLUMNS = `id, account_id, label, prefix, created_at, last_used_at, revoked_at, (${LIVE_KEY_SQL}) AS live`
+const API_KEY_COLUMNS = 'id, account_id, label, prefix, created_at, last_used_at, revoked_at, scopes, expires_at, rolled_to'
+const LIVE = liveKeySql('@now')
 /** Beyond this many invalidations since an instance last read them, it forgets every key rather than read them all. */
 const MAX_INVALIDATIONS_READ = 10_000
 
 const toAccount = (row: AccountDbRow): AccountRow =>
   ({ id: row.id, email: row.email, name: row.name, createdAt: new Date(row.created_at) })
 
-const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => ({
-  id: row.id,
-  accountId: row.account_id,
-  label: row.label,
-  prefix: row.prefix,
-  createdAt: new Date(row.created_at),
-  lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
-  revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
-  live: row.live === 1
+const dateOrNull = (ms: number | null): Date | null => (ms === null ? null : new Date(ms))
+
+const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => {
+  const key = {
+    id: row.id,
+    accountId: row.account_id,
+    label: row.label,
+    prefix: row.prefix,
+    createdAt: new Date(row.created_at),
+    lastUsedAt: dateOrNull(row.last_used_at),
+    revokedAt: dateOrNull(row.revoked_at),
+    scopes: scopesOfText(row.scopes),
+    expiresAt: dateOrNull(row.expires_at),
+    rolledTo: row.rolled_to
+  }
+  return { ...key, live: isLiveKey(key, Date.now()) }
+}
+
+interface AuditDbRow { id: number, at: number, event: AuditEventType, actor: AuditEvent['actor'], account_id: number | null, key_id: string | null, address: string | null, detail: string | null }
+const AUDIT_COLUMNS = 'id, at, event, actor, account_id, key_id, address, detail'
+const toAuditEvent = (row: AuditDbRow): AuditEvent => ({
+  id: row.id, at: new Date(row.at), event: row.event, actor: row.actor, accountId: row.account_id, keyId: row.key_id, address: row.address, detail: row.detail
 })
 
 export function openSqliteStore (path: string, options: { writeBatchSize?: number, writeBatchWaitMs?: number, synchronous?: SqliteSynchronous } = {}): Store {
@@ -139,21 +161,31 @@ function prepareStatements (db: Database.Database) {
     lockRow: db.prepare('SELECT attempts, window_started_at, locked_until FROM login_attempts WHERE subject = ?'),
     upsertLock: db.prepare(`INSERT INTO login_attempts (subject, attempts, window_started_at, locked_until) VALUES (@subject, @attempts, @now, @lockedUntil)
       ON CONFLICT (subject) DO UPDATE SET attempts = excluded.attempts, window_started_at = excluded.window_started_at, locked_until = excluded.locked_until`),
-    insertApiKey: db.prepare(`INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${API_KEY_COLUMNS}`),
-    countLiveKeys: db.prepare(`SELECT count(*) FROM api_keys WHERE account_id = ? AND ${LIVE_KEY_SQL}`).pluck(),
+    insertApiKey: db.prepare(`INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at, scopes, expires_at)
+      VALUES (@id, @accountId, @label, @prefix, @hash, @now, @scopes, @expiresAt) RETURNING ${API_KEY_COLUMNS}`),
+    countLiveKeys: db.prepare(`SELECT count(*) FROM api_keys WHERE account_id = @accountId AND ${LIVE}`).pluck(),
     apiKeyByHash: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE hash = ?`),
     apiKeyById: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`),
     apiKeysByAccount: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = ? ORDER BY created_at, id`),
-    liveKeysPage: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = ? AND ${LIVE_KEY_SQL} ORDER BY created_at, id LIMIT ? OFFSET ?`),
-    endedKeysPage: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = ? AND NOT (${LIVE_KEY_SQL}) ORDER BY revoked_at DESC, id LIMIT ? OFFSET ?`),
-    countEndedKeys: db.prepare(`SELECT count(*) FROM api_keys WHERE account_id = ? AND NOT (${LIVE_KEY_SQL})`).pluck(),
+    liveKeysPage: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = @accountId AND ${LIVE} ORDER BY created_at, id LIMIT @limit OFFSET @offset`),
+    endedKeysPage: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = @accountId AND NOT ${LIVE}
+      ORDER BY min(coalesce(revoked_at, expires_at), coalesce(expires_at, revoked_at)) DESC, id LIMIT @limit OFFSET @offset`),
+    countEndedKeys: db.prepare(`SELECT count(*) FROM api_keys WHERE account_id = @accountId AND NOT ${LIVE}`).pluck(),
     apiKeyRevokedAt: db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?'),
     revokeApiKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
+    endRolledKey: db.prepare('UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?'),
     bumpRevocations: db.prepare("UPDATE counters SET value = value + 1 WHERE name = 'key_revocations' RETURNING value").pluck(),
     insertInvalidation: db.prepare('INSERT INTO key_invalidations (seq, key_id, created_at) VALUES (?, ?, ?)'),
     purgeInvalidations: db.prepare('DELETE FROM key_invalidations WHERE created_at < ?'),
     invalidatedKeyIds: db.prepare('SELECT key_id FROM key_invalidations WHERE seq > ? AND seq <= ? ORDER BY seq').pluck(),
     revocationMarker: db.prepare("SELECT value FROM counters WHERE name = 'key_revocations'").pluck(),
+    addUsage: db.prepare(`INSERT INTO key_usage (key_id, hour, operation, outcome, count) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (key_id, hour, operation, outcome) DO UPDATE SET count = count + excluded.count`),
+    usageForKey: db.prepare('SELECT hour, operation, outcome, count FROM key_usage WHERE key_id = ? AND hour >= ? ORDER BY hour, operation, outcome'),
+    deleteUsage: db.prepare('DELETE FROM key_usage WHERE hour < ?'),
+    appendAudit: db.prepare(`INSERT INTO audit_events (at, event, actor, account_id, key_id, address, detail, once)
+      VALUES (@at, @event, @actor, @accountId, @keyId, @address, @detail, @once) ON CONFLICT (once) DO NOTHING`),
+    auditPage: db.prepare(`SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE account_id = ? AND id < ? ORDER BY id DESC LIMIT ?`),
     recordLastUsed: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)'),
     insertSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING'),
     settingByName: db.prepare('SELECT value FROM settings WHERE name = ?').pluck(),
@@ -242,9 +274,29 @@ function buildStore (db: Database.Database, sql: () => Statements, petWrites: Pe
     },
     apiKeys: {
       // IMMEDIATE takes the write lock before counting: no other writer, in any process, can insert in between.
-      create: async ({ id, accountId, label, prefix, hash }, { maxLive }) => db.transaction((): ApiKeyRow => {
-        if ((sql().countLiveKeys.get(accountId) as number) >= maxLive) throw new KeyLimitError(maxLive)
-        return toApiKey(sql().insertApiKey.get(id, accountId, label, prefix, hash, Date.now()) as ApiKeyDbRow)
+      create: async (key, { maxLive }) => db.transaction((): ApiKeyRow => {
+        const now = Date.now()
+        if ((sql().countLiveKeys.get({ accountId: key.accountId, now }) as number) >= maxLive) throw new KeyLimitError(maxLive)
+        return toApiKey(sql().insertApiKey.get({
+          id: key.id, accountId: key.accountId, label: key.label, prefix: key.prefix, hash: key.hash, now, scopes: scopesText(key.scopes ?? DEFAULT_SCOPES), expiresAt: key.expiresAt?.getTime() ?? null
+        }) as ApiKeyDbRow)
+      }).immediate(),
+      roll: async (id, successor, { graceMs, maxLive }) => db.transaction((): RollResult => {
+        const row = sql().apiKeyById.get(id) as ApiKeyDbRow | undefined
+        if (row === undefined) return { outcome: 'unknown' }
+        const old = toApiKey(row)
+        const now = Date.now()
+        if (!isLiveKey(old, now)) return { outcome: 'ended', old }
+        if ((sql().countLiveKeys.get({ accountId: old.accountId, now }) as number) >= maxLive) throw new KeyLimitError(maxLive)
+        const lifetime = row.expires_at === null ? undefined : row.expires_at - row.created_at
+        const key = toApiKey(sql().insertApiKey.get({
+          ...successor, accountId: old.accountId, label: old.label, now, scopes: row.scopes, expiresAt: lifetime === undefined ? null : now + lifetime
+        }) as ApiKeyDbRow)
+        const endsAt = Math.min(now + graceMs, row.expires_at ?? Infinity)
+        sql().endRolledKey.run(endsAt, key.id, id)
+        sql().insertInvalidation.run(sql().bumpRevocations.get() as number, id, now)
+        sql().purgeInvalidations.run(now - KEY_INVALIDATIONS_KEPT_MS)
+        return { outcome: 'rolled', old: toApiKey(sql().apiKeyById.get(id) as ApiKeyDbRow), key }
       }).immediate(),
       findByHash: async (hash) => {
         const row = sql().apiKeyByHash.get(hash) as ApiKeyDbRow | undefined
@@ -255,10 +307,13 @@ function buildStore (db: Database.Database, sql: () => Statements, petWrites: Pe
         return row && toApiKey(row)
       },
       listByAccount: async (accountId) => (sql().apiKeysByAccount.all(accountId) as ApiKeyDbRow[]).map(toApiKey),
-      pageByAccount: async (accountId, { live, limit, offset }) => db.transaction(() => ({
-        rows: ((live ? sql().liveKeysPage : sql().endedKeysPage).all(accountId, limit, offset) as ApiKeyDbRow[]).map(toApiKey),
-        total: (live ? sql().countLiveKeys : sql().countEndedKeys).get(accountId) as number
-      }))(),
+      pageByAccount: async (accountId, { live, limit, offset }) => db.transaction(() => {
+        const now = Date.now()
+        return {
+          rows: ((live ? sql().liveKeysPage : sql().endedKeysPage).all({ accountId, now, limit, offset }) as ApiKeyDbRow[]).map(toApiKey),
+          total: (live ? sql().countLiveKeys : sql().countEndedKeys).get({ accountId, now }) as number
+        }
+      })(),
       revoke: async (id) => db.transaction((): RevokeResult => {
         const existing = sql().apiKeyRevokedAt.get(id) as { revoked_at: number | null } | undefined
         if (!existing) return 'unknown'
@@ -282,6 +337,22 @@ function buildStore (db: Database.Database, sql: () => Statements, petWrites: Pe
           for (const { id, at } of uses) sql().recordLastUsed.run(at.getTime(), id, at.getTime())
         }).immediate()
       }
+    },
+    keyUsage: {
+      add: async (counts) => {
+        db.transaction(() => {
+          for (const { keyId, hour, operation, outcome, count } of counts) sql().addUsage.run(keyId, hour.getTime(), operation, outcome, count)
+        }).immediate()
+      },
+      forKey: async (keyId, since) => (sql().usageForKey.all(keyId, since.getTime()) as Array<{ hour: number, operation: string, outcome: UsageOutcome, count: number }>)
+        .map((row): UsageCount => ({ keyId, hour: new Date(row.hour), operation: row.operation, outcome: row.outcome, count: row.count })),
+      deleteBefore: async (date) => sql().deleteUsage.run(date.getTime()).changes
+    },
+    audit: {
+      append: async ({ at, event, actor, accountId, keyId, address, detail, once }) =>
+        sql().appendAudit.run({ at: at.getTime(), event, actor, accountId, keyId, address, detail, once: once ?? null }).changes === 1,
+      page: async (accountId, { limit, beforeId }) =>
+        (sql().auditPage.all(accountId, beforeId ?? Number.MAX_SAFE_INTEGER, limit) as AuditDbRow[]).map(toAuditEvent)
     },
     idempotency: {
       claim: async ({ apiKeyId, key }, fingerprint, { now, expiredBefore, abandonedBefore }) => db.transaction((): IdempotencyClaim => {

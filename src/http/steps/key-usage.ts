@@ -1,0 +1,18 @@
+import type { UsageRecorder } from '../../services/usage-recorder.js'
+import type { Step } from '../pipeline.js'
+
+/**
+ * Counts each answered request of a valid key by operation and outcome (services/usage-recorder.ts):
+ * what the portal's usage chart and `keys usage` show. A request that matched no operation counts as `other`.
+ */
+export function keyUsage (recorder: UsageRecorder): Step {
+  return {
+    name: 'key usage',
+    scope: 'api',
+    onResponse: function countKeyUse (request, reply, done) {
+      const key = request.apiKey
+      if (key !== null) recorder.count(key.keyId, request.is404 ? 'other' : (request.routeOptions.schema?.operationId ?? 'other'), reply.statusCode)
+      done()
+    }
+  }
+}
