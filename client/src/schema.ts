@@ -14,6 +14,8 @@ export interface paths {
         /**
          * List animals
          * @description Animals ordered by id ascending, at most `limit` of them. When more match, the response carries a `Link: <…>; rel="next"` header (RFC 8288) whose URL returns the next page; following it visits every matching animal exactly once, even while animals are added. A page that came back full never changes and carries a strong ETag.
+         *
+         *     Requires an API key with the scope `animals:read`.
          */
         get: operations["listPets"];
         put?: never;
@@ -22,6 +24,8 @@ export interface paths {
          * @description The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most 65,536 bytes. No type coercion: `"5"` is not an integer.
          *
          *     Addition to the specification: with an `Idempotency-Key` header (IETF httpapi draft), a retry with the same key and the same animal returns the first response (status, body, `Location`) without creating a second animal, on any instance. The same key with another animal gets 422; while the first request with a key is still in flight, another gets 409. Keys belong to the API key that sent them and are kept 24 hours.
+         *
+         *     Requires an API key with the scope `animals:write`.
          */
         post: operations["createPet"];
         delete?: never;
@@ -41,6 +45,8 @@ export interface paths {
          * Get an animal (deprecated)
          * @deprecated
          * @description Deprecated: to be removed on 5 December 2030. Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.
+         *
+         *     Requires an API key with the scope `animals:read`.
          */
         get: operations["getPet"];
         put?: never;
@@ -176,7 +182,7 @@ export interface components {
              * @description Machine-readable error code.
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "payload_too_large" | "idempotency_key_in_use" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "idempotency_key_in_use" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable";
             /** @description Human-readable description, naming the offending field or parameter. It may quote what the request sent. */
             message: string;
             /**
@@ -194,8 +200,8 @@ export interface components {
         RateLimit: string;
         /** @description Sent when rate limiting is configured (RATE_LIMIT_PER_MINUTE): the requests allowed per API key (`q`) in a window of `w` seconds. */
         "RateLimit-Policy": string;
-        /** @description The bearer challenge (RFC 6750), with `error="invalid_token"` when a key was sent but is not valid. */
-        "WWW-Authenticate": "Bearer realm=\"animal-store\"" | "Bearer realm=\"animal-store\", error=\"invalid_token\"";
+        /** @description The bearer challenge (RFC 6750): with `error="invalid_token"` (401) when a key was sent but is not valid, and an `error_description` when it expired; with `error="insufficient_scope"` and the scope (403) when a valid key lacks the scope the operation needs. */
+        "WWW-Authenticate": "Bearer realm=\"animal-store\"" | "Bearer realm=\"animal-store\", error=\"invalid_token\"" | "Bearer realm=\"animal-store\", error=\"invalid_token\", error_description=\"the API key expired\"" | "Bearer realm=\"animal-store\", error=\"insufficient_scope\", scope=\"animals:read\"" | "Bearer realm=\"animal-store\", error=\"insufficient_scope\", scope=\"animals:write\"";
         /** @description Seconds to wait before trying again (RFC 9110). */
         "Retry-After": string;
         /** @description When this operation was deprecated (RFC 9745): 5 December 2025. */
@@ -267,9 +273,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
+            /** @description The API key is missing, invalid, revoked or expired. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is valid but lacks the scope this operation needs (insufficient_scope); the WWW-Authenticate header names the scope. */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
@@ -344,9 +362,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
+            /** @description The API key is missing, invalid, revoked or expired. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is valid but lacks the scope this operation needs (insufficient_scope); the WWW-Authenticate header names the scope. */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
@@ -467,7 +497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
+            /** @description The API key is missing, invalid, revoked or expired. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -475,6 +505,22 @@ export interface operations {
                     Sunset: components["headers"]["Sunset"];
                     /** @description The replacement: `GET /v1/pets` with the `status` filter. */
                     Link?: "</v1/pets>; rel=\"successor-version\"";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key is valid but lacks the scope this operation needs (insufficient_scope); the WWW-Authenticate header names the scope. */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    /** @description The replacement: `GET /v1/pets` with the `status` filter. */
+                    Link?: "</v1/pets>; rel=\"successor-version\"";
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -537,7 +583,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The API key is missing or invalid. Get a key in the [developer portal](/portal). */
+            /** @description The API key is missing, invalid, revoked or expired. Get a key in the [developer portal](/portal). */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWW-Authenticate"];

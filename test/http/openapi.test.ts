@@ -4,6 +4,7 @@ import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { ValidateFunction } from 'ajv/dist/2020.js'
+import { generateApiKey, newKeyId } from '../../src/core/api-keys.js'
 import { fingerprintOf } from '../../src/core/idempotency.js'
 import { buildTestApp, type TestApp } from '../helpers/build-app.js'
 import { atPointer, deref, documentValidator, HTTP_METHODS, type OpenApiDocument, type Operation, type Schema } from '../helpers/openapi-validator.js'
@@ -614,6 +615,42 @@ describe('responses of the running server', () => {
           assert.equal(answer.response.headers.get('retry-after'), '1', answer.request)
           const [method = '', url = ''] = answer.request.split(' ')
           await assertConforms(checker, method, url.slice('/v1'.length).replace(/\/1$/, '/{petId}'), answer.response)
+        }
+      })
+
+      await t.test('every scoped operation answers 403 insufficient_scope to a key without its scope, and every operation 401 to an expired key', async () => {
+        const account = await server.store.accounts.findByEmail('test@example.com')
+        const keyWith = async (terms: { scopes: Array<'animals:read' | 'animals:write'>, expiresAt?: Date }): Promise<string> => {
+          const generated = generateApiKey()
+          await server.store.apiKeys.create({ id: newKeyId(), accountId: account?.id ?? 0, label: null, prefix: generated.prefix, hash: generated.hash, ...terms }, { maxLive: 100 })
+          return `Bearer ${generated.key}`
+        }
+        const readOnly = await keyWith({ scopes: ['animals:read'] })
+        const writeOnly = await keyWith({ scopes: ['animals:write'] })
+        const expired = await keyWith({ scopes: ['animals:read', 'animals:write'], expiresAt: new Date(Date.now() - 1000) })
+        const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
+        const refused: Array<[Call, string]> = [
+          [{ name: '', method: 'POST', path: '/pets', url: '/pets', headers: json, body, expect: 403, authorization: readOnly }, 'animals:write'],
+          [{ name: '', method: 'GET', path: '/pets', url: '/pets', expect: 403, authorization: writeOnly }, 'animals:read'],
+          [{ name: '', method: 'GET', path: '/pets/{petId}', url: '/pets/1', expect: 403, authorization: writeOnly }, 'animals:read']
+        ]
+        for (const [call, scope] of refused) {
+          const response = await send(server, call)
+          assert.equal(response.status, 403, `${call.method} ${call.url}: ${await response.clone().text()}`)
+          assert.equal(response.headers.get('www-authenticate'), `Bearer realm="animal-store", error="insufficient_scope", scope="${scope}"`)
+          await assertConforms(checker, call.method, call.path, response)
+        }
+        const everyOperation: Call[] = [
+          { name: '', method: 'GET', path: '/pets', url: '/pets', expect: 401 },
+          { name: '', method: 'POST', path: '/pets', url: '/pets', headers: json, body, expect: 401 },
+          { name: '', method: 'GET', path: '/pets/{petId}', url: '/pets/1', expect: 401 },
+          { name: '', method: 'GET', path: '/store/orders', url: '/store/orders', expect: 401 }
+        ]
+        for (const call of everyOperation) {
+          const response = await send(server, { ...call, authorization: expired })
+          assert.equal(response.status, 401, `${call.method} ${call.url}: ${await response.clone().text()}`)
+          assert.match(response.headers.get('www-authenticate') ?? '', /error="invalid_token", error_description="the API key expired"/)
+          await assertConforms(checker, call.method, call.path, response)
         }
       })
 
