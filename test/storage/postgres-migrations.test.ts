@@ -44,3 +44,21 @@ test('PostgreSQL migrations 4 and 5 keep keys (with both scopes), counts and the
   assert.equal((await store.loginAttempts.record(['account:old'], now, new Date(now.getTime() - 60_000)))[0]?.attempts, 5, 'counts survive')
   assert.deepEqual(await store.loginAttempts.recordUnlessLocked('account:old', now, { forgetBefore: new Date(0), lockMsAfter: () => 0 }), { allowed: true, attempts: 6 })
 })
+
+test('PostgreSQL audit events are append-only: the database refuses to change or delete one', { timeout: 60_000 }, async (t) => {
+  if (!await postgresAvailable()) {
+    t.skip('PostgreSQL is not reachable')
+    return
+  }
+  const url = await createTestSchema(t)
+  const store = openPostgresStore(url, { poolSize: 2, onError: () => {} })
+  t.after(() => store.close())
+  await store.migrate()
+  await store.audit.append({ at: new Date(), event: 'key_created', actor: 'cli', accountId: 1, keyId: 'key_x', address: null, detail: null })
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  t.after(() => client.end())
+  await assert.rejects(client.query("UPDATE audit_events SET detail = 'changed'"), /append-only/)
+  await assert.rejects(client.query('DELETE FROM audit_events'), /append-only/)
+  assert.equal((await client.query('SELECT count(*)::int AS n FROM audit_events')).rows[0]?.n, 1)
+})

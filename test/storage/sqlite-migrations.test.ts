@@ -95,3 +95,16 @@ test('migrations 5 and 6 keep keys (with both scopes), counts and the revocation
   const plan = inspect.prepare('EXPLAIN QUERY PLAN SELECT count(*) FROM api_keys WHERE account_id = 1 AND revoked_at IS NULL').all() as Array<{ detail: string }>
   assert.match(plan.map(({ detail }) => detail).join('\n'), /USING COVERING INDEX api_keys_account_revoked/)
 })
+
+test('audit events are append-only: the database refuses to change or delete one', async (t) => {
+  const path = join(tempDir(t), 'audit.sqlite')
+  const store = openSqliteStore(path)
+  t.after(() => store.close())
+  await store.migrate()
+  await store.audit.append({ at: new Date(), event: 'key_created', actor: 'cli', accountId: 1, keyId: 'key_x', address: null, detail: null })
+  const db = new Database(path)
+  t.after(() => db.close())
+  assert.throws(() => db.prepare("UPDATE audit_events SET detail = 'changed'").run(), /append-only/)
+  assert.throws(() => db.prepare('DELETE FROM audit_events').run(), /append-only/)
+  assert.equal(db.prepare('SELECT count(*) FROM audit_events').pluck().get(), 1)
+})

@@ -185,6 +185,122 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.apiKeys.pageByAccount(account.id, { live: false, limit: 10, offset: 50 }), { rows: [], total: 5 }, 'past the end: no rows, the total')
     })
 
+    test('api keys: scopes and expiry as created; an expired key is not live, not counted by the cap, and listed with the ended ones', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const account = await store.accounts.create({ email: 'exp@example.com', name: null })
+      const make = async (id: string, terms: { scopes?: Array<'animals:read' | 'animals:write'>, expiresAt?: Date | null }) => {
+        const generated = generateApiKey()
+        return await store.apiKeys.create({ id, accountId: account.id, label: id, prefix: generated.prefix, hash: generated.hash, ...terms }, { maxLive: 2 })
+      }
+      const plain = await make('key_plain', {})
+      assert.deepEqual({ scopes: plain.scopes, expiresAt: plain.expiresAt, rolledTo: plain.rolledTo }, { scopes: ['animals:read', 'animals:write'], expiresAt: null, rolledTo: null })
+      const soon = new Date(Date.now() + 60_000)
+      const reader = await make('key_reader', { scopes: ['animals:read'], expiresAt: soon })
+      assert.deepEqual({ scopes: reader.scopes, expiresAt: reader.expiresAt?.getTime(), live: reader.live }, { scopes: ['animals:read'], expiresAt: soon.getTime(), live: true })
+      await assert.rejects(make('key_third', {}), KeyLimitError, 'two live keys fill a cap of two')
+      const past = await make('key_past', { expiresAt: new Date(Date.now() - 1) }).catch((error: unknown) => error)
+      assert.ok(past instanceof KeyLimitError, 'the cap is checked before the insert, whatever the new key')
+      assert.equal(await store.apiKeys.revoke('key_plain'), 'revoked')
+      const expired = await make('key_expired', { scopes: ['animals:write'], expiresAt: new Date(Date.now() - 1000) })
+      assert.equal(expired.live, false, 'a key past its expiry is not live')
+      assert.equal((await store.apiKeys.findById('key_expired'))?.live, false)
+      const ended = await store.apiKeys.pageByAccount(account.id, { live: false, limit: 10, offset: 0 })
+      assert.equal(ended.total, 2)
+      assert.deepEqual(new Set(ended.rows.map((row) => row.id)), new Set(['key_plain', 'key_expired']), 'revoked and expired keys are the ended ones')
+      const live = await store.apiKeys.pageByAccount(account.id, { live: true, limit: 10, offset: 0 })
+      assert.deepEqual(live.rows.map((row) => row.id), ['key_reader'])
+      await make('key_second', {})
+      await assert.rejects(make('key_fourth', {}), KeyLimitError, 'the expired key left room for one')
+    })
+
+    test('api keys: a roll issues a key with the same label, scopes and lifetime, ends the old one after the grace period, and records its invalidation', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const account = await store.accounts.create({ email: 'roll@example.com', name: null })
+      const generated = generateApiKey()
+      const lifetime = 30 * 86_400_000
+      const before = Date.now()
+      const old = await store.apiKeys.create({
+        id: 'key_old', accountId: account.id, label: 'dashboard', prefix: generated.prefix, hash: generated.hash, scopes: ['animals:read'], expiresAt: new Date(before + lifetime)
+      }, { maxLive: 2 })
+      const marker = await store.apiKeys.revocationMarker()
+      const successor = generateApiKey()
+      const rolled = await store.apiKeys.roll('key_old', { id: 'key_new', prefix: successor.prefix, hash: successor.hash }, { graceMs: 3_600_000, maxLive: 2 })
+      assert.equal(rolled.outcome, 'rolled')
+      if (rolled.outcome !== 'rolled') return
+      assert.deepEqual({ id: rolled.key.id, label: rolled.key.label, scopes: rolled.key.scopes, live: rolled.key.live }, { id: 'key_new', label: 'dashboard', scopes: ['animals:read'], live: true })
+      const newLifetime = (rolled.key.expiresAt?.getTime() ?? 0) - rolled.key.createdAt.getTime()
+      assert.equal(newLifetime, (old.expiresAt?.getTime() ?? 0) - old.createdAt.getTime(), 'the same lifetime, from the roll')
+      assert.equal(rolled.old.rolledTo, 'key_new')
+      assert.ok(rolled.old.live, 'the old key works during its grace period')
+      const graceEnd = rolled.old.expiresAt?.getTime() ?? 0
+      assert.ok(graceEnd >= before + 3_600_000 && graceEnd <= Date.now() + 3_600_000, 'the old key ends an hour from the roll')
+      assert.equal((await store.apiKeys.findByHash(successor.hash))?.id, 'key_new')
+      assert.deepEqual(await store.apiKeys.invalidationsSince(marker), { marker: marker + 1, keyIds: ['key_old'] }, 'instances forget what they knew of the old key')
+
+      const third = generateApiKey()
+      await assert.rejects(store.apiKeys.roll('key_new', { id: 'key_third', prefix: third.prefix, hash: third.hash }, { graceMs: 0, maxLive: 2 }), KeyLimitError,
+        'the old key in its grace period counts toward the cap')
+      assert.equal((await store.apiKeys.findById('key_new'))?.rolledTo, null, 'a refused roll changes nothing')
+      const immediate = await store.apiKeys.roll('key_old', { id: 'key_third', prefix: third.prefix, hash: third.hash }, { graceMs: 0, maxLive: 3 })
+      assert.equal(immediate.outcome, 'rolled', 'a key in its grace period may be rolled again')
+      if (immediate.outcome === 'rolled') assert.equal(immediate.old.live, false, 'grace 0 ends it at once')
+      const fourth = generateApiKey()
+      assert.equal((await store.apiKeys.roll('key_old', { id: 'key_fourth', prefix: fourth.prefix, hash: fourth.hash }, { graceMs: 0, maxLive: 10 })).outcome, 'ended')
+      assert.equal((await store.apiKeys.roll('key_nope', { id: 'key_fourth', prefix: fourth.prefix, hash: fourth.hash }, { graceMs: 0, maxLive: 10 })).outcome, 'unknown')
+      assert.equal(await store.apiKeys.findById('key_fourth'), undefined)
+      const forever = generateApiKey()
+      await store.apiKeys.create({ id: 'key_forever', accountId: account.id, label: null, prefix: forever.prefix, hash: forever.hash }, { maxLive: 10 })
+      const fifth = generateApiKey()
+      const rolledForever = await store.apiKeys.roll('key_forever', { id: 'key_fifth', prefix: fifth.prefix, hash: fifth.hash }, { graceMs: 86_400_000, maxLive: 10 })
+      assert.ok(rolledForever.outcome === 'rolled' && rolledForever.key.expiresAt === null && rolledForever.old.expiresAt !== null,
+        'a key without expiry rolls into one without expiry, and itself gets one')
+    })
+
+    test('key usage: counts added by several writers sum per key, hour, operation and outcome; old hours are deleted', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const hour = new Date(Date.UTC(2026, 10, 1, 10))
+      const next = new Date(hour.getTime() + 3_600_000)
+      const count = (keyId: string, at: Date, operation: string, outcome: '2xx' | '4xx' | '5xx', n: number) => ({ keyId, hour: at, operation, outcome, count: n })
+      await Promise.all([
+        store.keyUsage.add([count('key_a', hour, 'listPets', '2xx', 3), count('key_a', hour, 'createPet', '4xx', 1)]),
+        store.keyUsage.add([count('key_a', hour, 'listPets', '2xx', 4), count('key_b', hour, 'listPets', '2xx', 9)]),
+        store.keyUsage.add([count('key_a', next, 'getPet', '5xx', 2)])
+      ])
+      await store.keyUsage.add([count('key_a', hour, 'listPets', '2xx', 1)])
+      assert.deepEqual(await store.keyUsage.forKey('key_a', hour), [
+        count('key_a', hour, 'createPet', '4xx', 1),
+        count('key_a', hour, 'listPets', '2xx', 8),
+        count('key_a', next, 'getPet', '5xx', 2)
+      ])
+      assert.deepEqual(await store.keyUsage.forKey('key_a', next), [count('key_a', next, 'getPet', '5xx', 2)])
+      assert.equal(await store.keyUsage.deleteBefore(next), 3)
+      assert.deepEqual(await store.keyUsage.forKey('key_b', hour), [])
+      assert.equal((await store.keyUsage.forKey('key_a', hour)).length, 1)
+    })
+
+    test('audit: events appended with increasing ids, paged newest first per account, once-texts recorded once', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const event = (accountId: number, eventType: 'key_created' | 'scope_denied', once?: string) =>
+        ({ at: new Date(), event: eventType, actor: 'cli' as const, accountId, keyId: 'key_x', address: null, detail: `n${accountId}`, ...(once !== undefined && { once }) })
+      for (let index = 0; index < 5; index++) assert.equal(await store.audit.append(event(1, 'key_created')), true)
+      await store.audit.append(event(2, 'key_created'))
+      const onces = await Promise.all([1, 2, 3].map(async () => await store.audit.append(event(1, 'scope_denied', 'scope_denied:key_x:1'))))
+      assert.deepEqual(onces.filter(Boolean).length, 1, 'one of concurrent appends with the same once-text is recorded')
+      const first = await store.audit.page(1, { limit: 4 })
+      assert.equal(first.length, 4)
+      assert.equal(first[0]?.event, 'scope_denied')
+      const ids = first.map((row) => row.id)
+      assert.deepEqual(ids, [...ids].sort((a, b) => b - a), 'newest first')
+      const rest = await store.audit.page(1, { limit: 10, beforeId: first.at(-1)?.id })
+      assert.equal(rest.length, 2)
+      assert.ok(rest.every((row) => row.accountId === 1 && row.actor === 'cli' && row.keyId === 'key_x'))
+      assert.equal((await store.audit.page(2, { limit: 10 })).length, 1)
+    })
+
     test('login attempts: a progressive lock counts attempts it lets through, refuses while locked without lengthening the lock, forgets after the quiet period', async (t) => {
       const store = await openStore(t)
       if (!store) return
