@@ -1,0 +1,148 @@
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createApiKey, rollApiKey } from '../../src/services/accounts.js'
+import type { Store } from '../../src/storage/store.js'
+import { startServer, type TestServer } from '../helpers/start-server.js'
+
+const json = { 'content-type': 'application/json' }
+const PET = JSON.stringify({ name: 'Rex', categoryId: 1 })
+
+async function keyWith (store: Store, terms: Parameters<typeof createApiKey>[1]): Promise<{ authorization: string, id: string }> {
+  const { key, row } = await createApiKey(store, terms)
+  return { authorization: `Bearer ${key}`, id: row.id }
+}
+
+async function call (server: TestServer, authorization: string, method: 'GET' | 'POST' | 'HEAD', path: string, body?: string): Promise<Response> {
+  return await fetch(`${server.baseUrl}/v1${path}`, { method, headers: { authorization, ...(body !== undefined && json) }, body })
+}
+
+/** Repeats the request until its status is `status`, for at most `withinMs`; returns how long it took. */
+async function statusWithin (request: () => Promise<Response>, status: number, withinMs: number): Promise<number> {
+  const started = Date.now()
+  for (;;) {
+    const response = await request()
+    await response.arrayBuffer()
+    if (response.status === status) return Date.now() - started
+    assert.ok(Date.now() - started < withinMs, `still ${response.status} after ${withinMs} ms, not ${status}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+describe('scopes', () => {
+  test('a read-only key reads, cached or not, and gets 403 insufficient_scope with the RFC 6750 challenge for a create, before its body is read', async (t) => {
+    const server = await startServer(t)
+    await call(server, server.auth.authorization, 'POST', '/pets', PET)
+    const reader = await keyWith(server.store, { email: 'test@example.com', scopes: ['animals:read'] })
+    for (let round = 0; round < 2; round++) {
+      assert.equal((await call(server, reader.authorization, 'GET', '/pets?limit=5')).status, 200, `list, round ${round}`)
+      assert.equal((await call(server, reader.authorization, 'GET', '/pets/1')).status, 200, `get, round ${round}`)
+      assert.equal((await call(server, reader.authorization, 'HEAD', '/pets')).status, 200, `head, round ${round}`)
+    }
+    for (const body of [PET, '{"not":"valid"}', 'not json at all']) {
+      const refused = await call(server, reader.authorization, 'POST', '/pets', body)
+      assert.equal(refused.status, 403)
+      assert.equal(refused.headers.get('www-authenticate'), 'Bearer realm="animal-store", error="insufficient_scope", scope="animals:write"')
+      assert.deepEqual(await refused.json(), {
+        code: 'insufficient_scope',
+        message: 'this API key lacks the scope animals:write, which createPet needs; create a key with it in the developer portal',
+        status: 403
+      })
+    }
+    assert.equal((await call(server, reader.authorization, 'GET', '/store/orders')).status, 501, 'orders need no scope')
+    const listed = await (await call(server, server.auth.authorization, 'GET', '/pets?limit=100')).json() as unknown[]
+    assert.equal(listed.length, 1, 'the refused creates created nothing')
+  })
+
+  test('a write-only key creates and gets 403 for reads, even of a page the cache holds; an invalid key gets 401 whatever the scope', async (t) => {
+    const server = await startServer(t)
+    const writer = await keyWith(server.store, { email: 'test@example.com', scopes: ['animals:write'] })
+    assert.equal((await call(server, writer.authorization, 'POST', '/pets', PET)).status, 201)
+    // The full key reads the page first, so that the cache holds it.
+    assert.equal((await call(server, server.auth.authorization, 'GET', '/pets?limit=1')).status, 200)
+    for (const path of ['/pets?limit=1', '/pets/1', '/pets/999']) {
+      const refused = await call(server, writer.authorization, 'GET', path)
+      assert.equal(refused.status, 403, path)
+      assert.equal(refused.headers.get('www-authenticate'), 'Bearer realm="animal-store", error="insufficient_scope", scope="animals:read"')
+    }
+    assert.equal((await call(server, 'Bearer ask_invalid', 'POST', '/pets', PET)).status, 401)
+    assert.equal((await call(server, writer.authorization, 'GET', '/no/such/path')).status, 404, 'an unknown path needs no scope to be told so')
+  })
+})
+
+describe('expiry', () => {
+  test('a key is refused from its expiry with a message that says it expired, and the first refusal is recorded once', async (t) => {
+    const server = await startServer(t)
+    const expiresAt = new Date(Date.now() + 1500)
+    const expiring = await keyWith(server.store, { email: 'test@example.com', expiresAt })
+    assert.equal((await call(server, expiring.authorization, 'GET', '/pets')).status, 200, 'it works before its expiry, and is remembered')
+    const waited = await statusWithin(async () => await call(server, expiring.authorization, 'GET', '/pets'), 401, 5000)
+    assert.ok(Date.now() >= expiresAt.getTime(), `refused ${waited} ms in, not before its expiry`)
+    const refused = await call(server, expiring.authorization, 'POST', '/pets', PET)
+    assert.equal(refused.status, 401)
+    assert.equal(refused.headers.get('www-authenticate'), 'Bearer realm="animal-store", error="invalid_token", error_description="the API key expired"')
+    assert.equal((await refused.json() as { message: string }).message,
+      `the API key expired at ${expiresAt.toISOString()}; create or roll a key in the developer portal`)
+
+    const account = await server.store.accounts.findByEmail('test@example.com')
+    const deadline = Date.now() + 5000
+    let events = await server.store.audit.page(account?.id ?? 0, { limit: 50 })
+    while (!events.some((event) => event.event === 'key_expired')) {
+      assert.ok(Date.now() < deadline, 'the expiry is in the audit trail')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      events = await server.store.audit.page(account?.id ?? 0, { limit: 50 })
+    }
+    const expired = events.filter((event) => event.event === 'key_expired')
+    assert.equal(expired.length, 1, 'recorded once however often the key is refused')
+    assert.deepEqual({ actor: expired[0]?.actor, keyId: expired[0]?.keyId, address: expired[0]?.address }, { actor: 'api', keyId: expiring.id, address: '127.0.0.1' })
+  })
+})
+
+describe('rolling', () => {
+  test('a rolled key works beside its successor during the grace period; with grace 0 it is refused at once', async (t) => {
+    const server = await startServer(t)
+    const old = await keyWith(server.store, { email: 'test@example.com', label: 'dashboard', scopes: ['animals:read'] })
+    assert.equal((await call(server, old.authorization, 'GET', '/pets')).status, 200)
+    const withGrace = await rollApiKey(server.store, old.id, { graceMs: 3_600_000 })
+    assert.deepEqual({ label: withGrace.row.label, scopes: withGrace.row.scopes }, { label: 'dashboard', scopes: ['animals:read'] })
+    const successor = `Bearer ${withGrace.key}`
+    assert.equal((await call(server, successor, 'GET', '/pets')).status, 200)
+    assert.equal((await call(server, successor, 'POST', '/pets', PET)).status, 403, 'the same scopes')
+    assert.equal((await call(server, old.authorization, 'GET', '/pets')).status, 200, 'the old key works during its grace period')
+
+    const ended = await rollApiKey(server.store, withGrace.row.id, { graceMs: 0 })
+    const took = await statusWithin(async () => await call(server, successor, 'GET', '/pets'), 401, 1000)
+    assert.ok(took < 1000)
+    assert.equal((await call(server, `Bearer ${ended.key}`, 'GET', '/pets')).status, 200)
+  })
+})
+
+describe('usage and audit', () => {
+  test("each key's requests are counted by operation and outcome, written when the service stops; a denied scope is recorded once an hour", async (t) => {
+    const server = await startServer(t)
+    const reader = await keyWith(server.store, { email: 'test@example.com', scopes: ['animals:read'] })
+    for (let i = 0; i < 3; i++) await (await call(server, server.auth.authorization, 'POST', '/pets', PET)).arrayBuffer()
+    await (await call(server, server.auth.authorization, 'POST', '/pets', '{}')).arrayBuffer()
+    for (let i = 0; i < 5; i++) await (await call(server, reader.authorization, 'GET', '/pets')).arrayBuffer()
+    await (await call(server, reader.authorization, 'GET', '/pets/999')).arrayBuffer()
+    for (let i = 0; i < 4; i++) await (await call(server, reader.authorization, 'POST', '/pets', PET)).arrayBuffer()
+    await (await call(server, reader.authorization, 'GET', '/nowhere')).arrayBuffer()
+    await (await call(server, 'Bearer ask_unknown', 'GET', '/pets')).arrayBuffer()
+
+    await server.app.close()
+    const since = new Date(Date.now() - 2 * 3_600_000)
+    const summary = async (keyId: string): Promise<Record<string, number>> => Object.fromEntries(
+      (await server.store.keyUsage.forKey(keyId, since)).map((row) => [`${row.operation} ${row.outcome}`, row.count]))
+    const [full] = await server.store.apiKeys.listByAccount((await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0)
+    assert.deepEqual(await summary(full?.id ?? ''), { 'createPet 2xx': 3, 'createPet 4xx': 1 })
+    assert.deepEqual(await summary(reader.id), { 'listPets 2xx': 5, 'getPet 4xx': 1, 'createPet 4xx': 4, 'other 4xx': 1 })
+
+    const events = await server.store.audit.page(full?.accountId ?? 0, { limit: 50 })
+    const denied = events.filter((event) => event.event === 'scope_denied')
+    assert.equal(denied.length, 1, 'four refusals in one hour, one event')
+    assert.deepEqual({ actor: denied[0]?.actor, keyId: denied[0]?.keyId, detail: denied[0]?.detail, address: denied[0]?.address },
+      { actor: 'api', keyId: reader.id, detail: 'createPet needs animals:write', address: '127.0.0.1' })
+    const created = events.filter((event) => event.event === 'key_created').map((event) => event.keyId)
+    assert.ok(created.includes(reader.id) && created.includes(full?.id ?? ''), 'keys made through the service are in the trail')
+    assert.ok(events.every((event) => !JSON.stringify(event).includes('ask_')), 'no secret in any event')
+  })
+})
