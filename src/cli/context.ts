@@ -14,5 +14,7 @@ export class CliError extends Error {}
 export interface Command {
   usage: string
   summary: string
+  /** More for `--help`: the options, what is printed, the shape of --json output. */
+  description?: string
   run: (args: string[], context: CliContext) => Promise<number>
 }

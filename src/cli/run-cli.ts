@@ -4,9 +4,10 @@ import { ConfigError, loadConfig, type Config } from '../config.js'
 import { AccountsError } from '../services/accounts.js'
 import { DuplicateEmailError } from '../storage/store.js'
 import { accountsCreate, accountsSetPassword } from './commands/accounts.js'
+import { audit } from './commands/audit.js'
 import { backup } from './commands/backup.js'
 import { configCommand } from './commands/config.js'
-import { keysCreate, keysList, keysRevoke } from './commands/keys.js'
+import { keysCreate, keysList, keysRevoke, keysRoll, keysUsage } from './commands/keys.js'
 import { migrate } from './commands/migrate.js'
 import { seed } from './commands/seed.js'
 import { serveCommand } from './commands/serve.js'
@@ -22,6 +23,9 @@ const COMMANDS: Record<string, Command> = {
   'keys create': keysCreate,
   'keys list': keysList,
   'keys revoke': keysRevoke,
+  'keys roll': keysRoll,
+  'keys usage': keysUsage,
+  audit,
   seed,
   backup
 }
@@ -51,7 +55,10 @@ function configOrUndefined (env: CliContext['env']): Readonly<Config> | undefine
 }
 
 function overview (): string {
-  const lines = Object.values(COMMANDS).map((command) => `  ${command.usage.padEnd(56)} ${command.summary}`)
+  const width = 56
+  const lines = Object.values(COMMANDS).map((command) => command.usage.length <= width
+    ? `  ${command.usage.padEnd(width)} ${command.summary}`
+    : `  ${command.usage}\n  ${''.padEnd(width)} ${command.summary}`)
   return [
     'Usage: animal-store <command> [options]',
     '',
@@ -90,7 +97,7 @@ export async function runCli (argv: string[], context: CliContext): Promise<numb
   }
   const args = argv.slice(name.split(' ').length)
   if (args.includes('--help') || args.includes('-h')) {
-    context.stdout(`Usage: ${command.usage}\n\n${command.summary}`)
+    context.stdout(`Usage: ${command.usage}\n\n${command.summary}${command.description === undefined ? '' : `\n\n${command.description}`}`)
     return 0
   }
   try {
@@ -101,7 +108,8 @@ export async function runCli (argv: string[], context: CliContext): Promise<numb
       return 1
     }
     if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      context.stderr(`error: ${error.message}\nUsage: ${command.usage}`)
+      // One line, as every failure: the message, then where to read how the command is used.
+      context.stderr(`error: ${error.message.replaceAll('\n', ' ')} (usage: ${command.usage}; more with --help)`)
       return 1
     }
     context.stderr(`error: ${explainFailure(error, configOrUndefined(context.env)) ?? (error as Error).message}`)

@@ -13,7 +13,18 @@ import { CLI_PATH, cliEnv, runCli, type CliResult } from '../helpers/spawn-cli.j
 const KEY_PATTERN = /^ask_[0-9A-Za-z]{38}$/
 const STACK_FRAME = /\n\s+at /
 
-interface KeyJson { id: string, label: string | null, prefix: string, createdAt: string, lastUsedAt: string | null, revokedAt: string | null }
+interface KeyJson {
+  id: string
+  label: string | null
+  prefix: string
+  createdAt: string
+  lastUsedAt: string | null
+  revokedAt: string | null
+  scopes: string[]
+  expiresAt: string | null
+  rolledTo: string | null
+  state: string
+}
 
 function show (result: CliResult): string {
   return `exit ${result.code}\n--- stdout\n${result.stdout}--- stderr\n${result.stderr}`
@@ -69,7 +80,14 @@ describe('animal-store CLI', () => {
       ['keys', '--help'],
       ['keys', 'create', '--help'],
       ['keys', 'list', '--help'],
-      ['keys', 'revoke', '--help']
+      ['keys', 'revoke', '--help'],
+      ['keys', 'roll', '--help'],
+      ['keys', 'usage', '--help'],
+      ['audit', '--help'],
+      ['accounts', 'set-password', '--help'],
+      ['config', '--help'],
+      ['seed', '--help'],
+      ['backup', '--help']
     ]
     for (const args of commands) {
       test(`animal-store ${args.join(' ')} prints usage on stdout and exits 0`, { timeout: 60_000 }, async (t) => {
@@ -141,17 +159,17 @@ describe('animal-store CLI', () => {
       const key = await createKey(env, 'alice@example.com', 'laptop')
       const result = await ok(['keys', 'list', '--email', 'alice@example.com'], env)
       const [header, ...rows] = result.stdout.trimEnd().split('\n')
-      for (const column of ['ID', 'LABEL', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED']) {
+      for (const column of ['ID', 'LABEL', 'PREFIX', 'SCOPES', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED', 'STATE']) {
         assert.ok(header?.includes(column), `header lacks ${column}\n${show(result)}`)
       }
       assert.equal(rows.length, 1, show(result))
-      assert.match(rows[0] ?? '', /^key_\w+\s+laptop\s+/, show(result))
+      assert.match(rows[0] ?? '', /^key_\w+\s+laptop\s+ask_\w+\s+animals:read,animals:write\s+\S+\s+never\s+never\s+-\s+live$/, show(result))
       assert.ok(rows[0]?.includes(key.slice(0, 12)), `the row does not show the prefix ${key.slice(0, 12)}\n${show(result)}`)
       assert.ok(!result.stdout.includes(key), show(result))
       assert.ok(!result.stdout.includes(key.slice(12)), show(result))
     })
 
-    test('keys list --json prints exactly {id, label, prefix, createdAt, lastUsedAt, revokedAt} per key', { timeout: 60_000 }, async (t) => {
+    test('keys list --json prints exactly {id, label, prefix, createdAt, lastUsedAt, revokedAt, scopes, expiresAt, rolledTo, state} per key', { timeout: 60_000 }, async (t) => {
       const { env } = newEnv(t)
       await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
       const first = await createKey(env, 'alice@example.com', 'laptop')
@@ -162,11 +180,15 @@ describe('animal-store CLI', () => {
       assert.ok(Array.isArray(keys), show(result))
       assert.equal(keys.length, 2, show(result))
       for (const entry of keys) {
-        assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'id', 'label', 'lastUsedAt', 'prefix', 'revokedAt'], show(result))
+        assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'expiresAt', 'id', 'label', 'lastUsedAt', 'prefix', 'revokedAt', 'rolledTo', 'scopes', 'state'], show(result))
         assert.match(entry.id, /^key_[0-9A-Za-z]+$/)
         assert.match(entry.createdAt, ISO)
         assert.equal(entry.lastUsedAt, null)
         assert.equal(entry.revokedAt, null)
+        assert.deepEqual(entry.scopes, ['animals:read', 'animals:write'], 'a key made without --scopes has both')
+        assert.equal(entry.expiresAt, null)
+        assert.equal(entry.rolledTo, null)
+        assert.equal(entry.state, 'live')
       }
       assert.deepEqual(keys.map((entry) => [entry.label, entry.prefix]).sort(), [
         ['ci', second.slice(0, 12)],
@@ -187,7 +209,8 @@ describe('animal-store CLI', () => {
       assert.match(after?.revokedAt ?? '', ISO)
       const revokedAt = Date.parse(after?.revokedAt ?? '')
       assert.ok(revokedAt >= startedAt - 1000 && revokedAt <= Date.now(), `revokedAt ${after?.revokedAt} is outside the command window`)
-      assert.deepEqual({ ...after, revokedAt: null }, before)
+      assert.equal(after?.state, 'revoked')
+      assert.deepEqual({ ...after, revokedAt: null, state: 'live' }, before)
     })
 
     test('keys revoke of an unknown id exits 1 with a clear message', { timeout: 60_000 }, async (t) => {
@@ -229,7 +252,7 @@ describe('animal-store CLI', () => {
         const generated = generateApiKey()
         await store.apiKeys.create({ id: newKeyId(), accountId: account.id, label: null, prefix: generated.prefix, hash: generated.hash }, { maxLive: MAX_LIVE_KEYS })
       }
-      const refused = await fails(['keys', 'create', '--email', 'full@example.com'], env, /^error: the account has 100 live keys, the most an account may have; revoke one it no longer uses first$/m)
+      const refused = await fails(['keys', 'create', '--email', 'full@example.com'], env, /^error: the account has 100 live keys, the most an account may have \(a rolled key counts until its grace period ends\); revoke one it no longer uses first$/m)
       assert.doesNotMatch(refused.stdout, /ask_/)
       const [first] = await listKeys(env, 'full@example.com')
       await ok(['keys', 'revoke', first?.id ?? ''], env)

@@ -91,7 +91,7 @@ describe('the CLI guides a newcomer', () => {
     [['kyes', 'create', '--email', 'dev@example.com'], /did you mean: animal-store keys create\b/],
     [['sevre'], /did you mean: animal-store serve\b/],
     [['acounts', 'create'], /did you mean: animal-store accounts create\b/],
-    [['keys', 'delete', 'key_1'], /keys has these commands: keys create, keys list, keys revoke/]
+    [['keys', 'delete', 'key_1'], /keys has these commands: keys create, keys list, keys revoke, keys roll, keys usage/]
   ]
   for (const [args, suggestion] of mistyped) {
     test(`animal-store ${args.join(' ')} suggests the closest command and exits 1`, { timeout: 60_000 }, async (t) => {
