@@ -168,6 +168,11 @@ export async function rollApiKey (store: Store, keyId: string, options: { graceM
   const existing = isWellFormedKeyId(keyId) ? await store.apiKeys.findById(keyId) : undefined
   if (existing === undefined || (options.ownerId !== undefined && existing.accountId !== options.ownerId)) throw new AccountsError(`no key has the id ${keyId}`)
   if (!existing.live) throw new AccountsError(`key ${keyId} is ${existing.revokedAt !== null ? 'revoked' : 'expired'} already: there is nothing to roll; create a new key instead`)
+  // A second roll in the grace period would give the key a second replacement, whose lifetime would
+  // be taken from the shortened one of the old key: what is meant is its replacement.
+  if (existing.rolledTo !== null) {
+    throw new AccountsError(`key ${keyId} was rolled already and is in its grace period: roll its replacement ${existing.rolledTo} instead, or revoke ${keyId} to end it now`)
+  }
   await countKeyChange(store, 'generation', existing.accountId)
   const graceMs = options.graceMs ?? DEFAULT_ROLL_GRACE_MS
   const generated = generateApiKey()

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { DEFAULT_ROLL_GRACE_MS, isWellFormedKeyId, SCOPES } from '../../core/api-keys.js'
+import { DEFAULT_ROLL_GRACE_MS, SCOPES } from '../../core/api-keys.js'
 import { createApiKey, durationOrFail, expiryOrFail, keyUsageSince, listApiKeys, revokeApiKey, rollApiKey, scopesOrFail } from '../../services/accounts.js'
 import { USAGE_KEPT_DAYS } from '../../services/usage-recorder.js'
 import type { ApiKeyRow, UsageCount, UsageOutcome } from '../../storage/store.js'
@@ -150,15 +150,7 @@ export const keysRoll: Command = {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { grace: { type: 'string' } }, strict: true })
     const keyId = onlyKeyId(positionals, 'keys roll')
     const graceMs = values.grace === undefined ? DEFAULT_ROLL_GRACE_MS : durationOrFail(values.grace, 'the grace period')
-    const { key, row, old } = await withStore(context, async (store) => {
-      // Rolling a key in its grace period again would give it a second replacement, whose lifetime
-      // would be taken from the shortened one of the old key: the operator means its replacement.
-      const existing = isWellFormedKeyId(keyId) ? await store.apiKeys.findById(keyId) : undefined
-      if (existing?.live === true && existing.rolledTo !== null) {
-        throw new CliError(`key ${keyId} was rolled already and is in its grace period: roll its replacement ${existing.rolledTo} instead, or end it now with animal-store keys revoke ${keyId}`)
-      }
-      return rollApiKey(store, keyId, { graceMs })
-    })
+    const { key, row, old } = await withStore(context, async (store) => await rollApiKey(store, keyId, { graceMs }))
     const until = old.expiresAt ?? new Date()
     context.stdout(old.live
       ? `Rolled key ${old.id}${old.label === null ? '' : ` (${old.label})`}: it keeps working until ${until.toISOString()} (${spanText(until.getTime() - Date.now())} from now), beside its replacement.`
