@@ -17,8 +17,9 @@ import { hostConditions, machine, root, syncToDisk } from './support.js'
 import { installJsonServer, jsonServerDatabase } from './peers.js'
 import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlite } from './datasets.js'
 import { median, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
-import { AS_SHIPPED, CEILING, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, PRODUCTION, PRODUCTION_ENV, writeReport } from './report.js'
+import { AS_SHIPPED, CEILING, WITHOUT_KEY_STEPS, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, PRODUCTION, PRODUCTION_ENV, writeReport } from './report.js'
 import { redisAvailable } from './redis.js'
+import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 
 /**
  * Five short rounds rather than three long ones, in about the same time: on a shared host one
@@ -126,6 +127,8 @@ async function main (): Promise<void> {
     /** The service with nothing but its data configured: the defaults (LOG_LEVEL=info among them), as `npm start` runs it. */
     const asShipped = (env: Record<string, string>): { argv: string[], env: Record<string, string> } =>
       ({ argv: ['node', ...SERVICE_NODE_FLAGS, CLI, 'serve'], env: { HOST: '127.0.0.1', ...env } })
+    let withoutKeyStepsCli: string | undefined
+    const withoutKeySteps = (): string => (withoutKeyStepsCli ??= serviceWithoutSteps(join(dir, 'without-key-steps'), KEY_LIFECYCLE_STEPS))
     const withRedis = await redisAvailable()
     if (!withRedis) console.error('Redis does not answer at redis://127.0.0.1:6379: the production profile is left out')
     const profiles: Contender[] = [
@@ -143,6 +146,8 @@ async function main (): Promise<void> {
       { name: CEILING_SYNCED, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('synced') },
       { name: CEILING_WRITTEN, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('written') },
       { name: 'animal-store SQLite', animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }) },
+      // What the scope check and the usage count cost a cached read: the service beside a build without them.
+      { name: WITHOUT_KEY_STEPS, animals: SMALL, workloads: ['list', 'get'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => ({ ...service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }), argv: ['node', ...SERVICE_NODE_FLAGS, withoutKeySteps(), 'serve'] }) },
       // The three profiles take their turns side by side: bare (above), as shipped, production.
       ...profiles,
       oneTransactionPerCreate,

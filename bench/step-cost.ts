@@ -1,0 +1,93 @@
+/**
+ * What some steps of the request pipeline cost: the service and a build without them
+ * (bench/without-steps.ts) run at the same time on the same core (0), each loaded by its own wrk on
+ * core 1, so that whatever else the host does slows both alike. Each gets about half the core, and
+ * the ratio of their rates is the inverse ratio of what a request costs each. `npm run bench` runs it
+ * for the key lifecycle's steps; `npm run bench:steps` runs it alone and writes
+ * bench/results/<date>-step-cost.md. Environment: BENCH_STEP_ROUNDS (5), BENCH_STEP_DURATION (4s).
+ */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { seededSqlite } from './datasets.js'
+import { median, startContender, stopContender, timeToFirstAnswer } from './measure.js'
+import { machine, parseWrk, pin, root } from './support.js'
+import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
+
+const run = promisify(execFile)
+const ROUNDS = Number(process.env.BENCH_STEP_ROUNDS ?? 5)
+const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
+const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4']
+
+export const STEP_COST_PATHS = { list: '/v1/pets?limit=20', get: '/v1/pets/5' } as const
+export type StepCostWorkload = keyof typeof STEP_COST_PATHS
+
+/** Per workload: how much more CPU time a request costs with the steps than without them (0.02 is 2 %), and each round's figure. */
+export type StepCost = Record<StepCostWorkload, { cost: number, rounds: number[] }>
+
+async function wrkOn (url: string, key: string, duration: string): Promise<number> {
+  const [file = 'wrk', ...args] = pin(1, ['wrk'])
+  const { stdout } = await run(file, [...args, '-t1', '-c20', `-d${duration}`, '-H', `Authorization: Bearer ${key}`, url])
+  return parseWrk(stdout).rps
+}
+
+/** Both CLIs serve a copy of the SQLite file at once, pinned to core 0; returns the cost of the steps the second lacks. */
+export async function stepCost (options: { withSteps: string, withoutSteps: string, sqlitePath: string, key: string, dir: string }): Promise<StepCost> {
+  const serve = (cli: string, name: string) => (port: number) => {
+    const copy = join(options.dir, `${name}.sqlite`)
+    rmSync(copy, { force: true })
+    return { argv: ['node', ...SERVICE_NODE_FLAGS, cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } }
+  }
+  const servers = [await startContender(serve(options.withSteps, 'with'), true), await startContender(serve(options.withoutSteps, 'without'), true)]
+  try {
+    for (const server of servers) await timeToFirstAnswer(server, STEP_COST_PATHS.list, options.key)
+    const result = {} as StepCost
+    for (const [workload, path] of Object.entries(STEP_COST_PATHS) as Array<[StepCostWorkload, string]>) {
+      await Promise.all(servers.map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, '1s')))
+      const rounds: number[] = []
+      for (let round = 0; round < ROUNDS; round++) {
+        const [withRate = NaN, withoutRate = NaN] = await Promise.all(servers.map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, DURATION)))
+        rounds.push(withoutRate / withRate - 1)
+      }
+      result[workload] = { cost: median(rounds), rounds }
+    }
+    return result
+  } finally {
+    for (const server of servers) await stopContender(server)
+  }
+}
+
+export function describeStepCost (cost: StepCost): string[] {
+  const percent = (value: number): string => `${(value * 100).toFixed(1)} %`
+  return (Object.keys(STEP_COST_PATHS) as StepCostWorkload[]).map((workload) =>
+    `| \`GET ${STEP_COST_PATHS[workload]}\` | ${percent(cost[workload].cost)} | ${cost[workload].rounds.map(percent).join(', ')} |`)
+}
+
+async function main (): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-step-cost-'))
+  try {
+    const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
+    const withoutSteps = serviceWithoutSteps(join(dir, 'without-key-steps'), KEY_LIFECYCLE_STEPS)
+    const cost = await stepCost({ withSteps: join(root, 'dist', 'cli', 'main.js'), withoutSteps, sqlitePath: seeded.path, key: seeded.key, dir })
+    const date = new Date().toISOString()
+    const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-step-cost.md`)
+    writeFileSync(file, [
+      '# What the key lifecycle steps cost',
+      '',
+      `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`npm run bench:steps\`: the service and a build without the `,
+      `authorization and key usage steps serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1; ${ROUNDS} rounds.`,
+      '',
+      '| workload | extra CPU time per request (median) | each round |',
+      '|---|---:|---|',
+      ...describeStepCost(cost),
+      ''
+    ].join('\n'))
+    console.log(`wrote ${file}`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+if (process.argv[1] === import.meta.filename) await main()
