@@ -127,22 +127,21 @@ const seconds = (date: Date): SafeHtml =>
   html`<time datetime="${date.toISOString()}">${date.toISOString().slice(0, 19).replace('T', ' ')} UTC</time>`
 
 const MINUTE_MS = 60_000
-const HOUR_MS = 60 * MINUTE_MS
-const DAY_MS = 24 * HOUR_MS
+const DAY_MS = 24 * 60 * MINUTE_MS
 /** A key expiring sooner than this is flagged on the keys page. */
 export const EXPIRY_WARNING_MS = 7 * DAY_MS
 
 const plural = (count: number, unit: string): string => `${count} ${unit}${count === 1 ? '' : 's'}`
 
-/** How far away a time is, as people say it: "in 5 days", "in 3 hours", "2 minutes ago". */
+/** How far away a time is, as people say it: "in 5 days", "in 3 hours", "2 minutes ago" (whole units, rounded down from the nearest minute). */
 export function relativeTime (at: Date, now: number): string {
   const ms = at.getTime() - now
-  const span = Math.abs(ms)
-  const words = span < MINUTE_MS
+  const minutes = Math.round(Math.abs(ms) / MINUTE_MS)
+  const words = minutes < 1
     ? 'less than a minute'
-    : span < HOUR_MS
-      ? plural(Math.floor(span / MINUTE_MS), 'minute')
-      : span < 2 * DAY_MS ? plural(Math.floor(span / HOUR_MS), 'hour') : plural(Math.floor(span / DAY_MS), 'day')
+    : minutes < 60
+      ? plural(minutes, 'minute')
+      : minutes < 48 * 60 ? plural(Math.floor(minutes / 60), 'hour') : plural(Math.floor(minutes / (24 * 60)), 'day')
   return ms >= 0 ? `in ${words}` : `${words} ago`
 }
 

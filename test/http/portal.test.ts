@@ -15,7 +15,7 @@ import { hashSessionToken } from '../../src/core/sessions.js'
 import { createAccount } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
 import { buildTestApp, openTestStore, TEST_DEFAULTS } from '../helpers/build-app.js'
-import { csrfTokenOf, messageOf, PortalClient } from '../helpers/portal-client.js'
+import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient } from '../helpers/portal-client.js'
 import { startServer } from '../helpers/start-server.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
 
@@ -202,7 +202,7 @@ describe('developer portal: sign-up and log-in', () => {
     const page = await replay.get('/portal/keys')
     assert.equal(page.statusCode, 303)
     assert.equal(page.headers.location, '/portal/login?ended=1')
-    const post = await replay.post('/portal/keys', { _csrf: token, label: 'after logout' }, { cookie: `portal_session=${oldCookie}` })
+    const post = await replay.post('/portal/keys', { _csrf: token, ...DEFAULT_KEY_FIELDS, label: 'after logout' }, { cookie: `portal_session=${oldCookie}` })
     assert.equal(post.statusCode, 303)
     const account = await store.accounts.findByEmail('bob@example.com')
     assert.deepEqual(await store.apiKeys.listByAccount(account?.id ?? 0), [], 'no key was generated with the ended session')
@@ -277,7 +277,7 @@ describe('developer portal: CSRF', () => {
     const aliceToken = csrfTokenOf((await alice.get('/portal/keys')).body)
 
     for (const [label, fields] of [['no token', {}], ['wrong token', { _csrf: aliceToken.split('').reverse().join('') }], ["another session's token", { _csrf: malloryToken }]] as const) {
-      const generate = await alice.post('/portal/keys', { ...fields, label: 'forged' })
+      const generate = await alice.post('/portal/keys', { ...fields, ...DEFAULT_KEY_FIELDS, label: 'forged' })
       assert.equal(generate.statusCode, 403, `generate, ${label}: ${generate.body}`)
       assert.doesNotMatch(generate.body, /new-key-value/)
       const revoke = await alice.post(`/portal/keys/${row?.id ?? ''}/revoke`, fields)
@@ -307,7 +307,7 @@ describe('developer portal: keys', () => {
     const later = await browser.get('/portal/keys')
     assert.equal(later.body.includes(key), false, 'the secret is never shown again')
     assert.equal(later.body.includes(key.slice(12)), false)
-    assert.match(later.body, /<td data-label="Label">laptop<\/td>/)
+    assert.match(later.body, /<td data-label="Label"><a href="\/portal\/keys\/key_[0-9A-Za-z]{16}" aria-label="Usage and details of the key laptop">laptop<\/a><\/td>/)
     assert.ok(later.body.includes(`<code>${key.slice(0, 12)}&hellip;</code>`), 'the prefix identifies the key')
     assert.match(later.body, /<td data-label="Last used"><span class="muted">never<\/span><\/td>|<td data-label="Last used"><time/)
     assert.match(later.body, /<td data-label="Status">Active<\/td>/)
@@ -396,7 +396,7 @@ describe('developer portal: keys', () => {
     const { app } = await buildTestApp(t)
     const browser = new PortalClient(app)
     await browser.signUp('ivan@example.com', PASSWORD)
-    const tooLong = await browser.submit('/portal/keys', '/portal/keys', { label: 'x'.repeat(101) })
+    const tooLong = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'x'.repeat(101) })
     assert.equal(tooLong.statusCode, 400, tooLong.body)
     assert.equal(messageOf(tooLong.body), 'The label must be at most 100 characters long.')
     assert.doesNotMatch(tooLong.body, /new-key-value/)
@@ -419,12 +419,12 @@ describe('developer portal: keys', () => {
     }
     const page = await browser.get('/portal/keys')
     const token = csrfTokenOf(page.body.slice(page.body.indexOf('action="/portal/keys"')))
-    const answers = await Promise.all(Array.from({ length: KEY_CHANGE_LIMIT.maxPerWindow }, async (_, index) => await browser.post('/portal/keys', { _csrf: token, label: `burst ${index}` })))
+    const answers = await Promise.all(Array.from({ length: KEY_CHANGE_LIMIT.maxPerWindow }, async (_, index) => await browser.post('/portal/keys', { _csrf: token, ...DEFAULT_KEY_FIELDS, label: `burst ${index}` })))
     const statuses = answers.map((answer) => answer.statusCode)
     assert.equal(statuses.filter((status) => status === 201).length, 20, statuses.join(' '))
     assert.equal(statuses.filter((status) => status === 400).length, KEY_CHANGE_LIMIT.maxPerWindow - 20, statuses.join(' '))
     const refused = answers.find((answer) => answer.statusCode === 400)
-    assert.equal(messageOf(refused?.body ?? ''), `You have ${MAX_LIVE_KEYS} active keys, the most an account may have. Revoke one you no longer use first.`)
+    assert.equal(messageOf(refused?.body ?? ''), `You have ${MAX_LIVE_KEYS} active keys, the most an account may have (a rolled key counts until its grace period ends). Revoke one you no longer use first.`)
     assert.equal((await store.apiKeys.pageByAccount(account.id, { live: true, limit: 1, offset: 0 })).total, MAX_LIVE_KEYS)
   })
 
@@ -443,7 +443,7 @@ describe('developer portal: keys', () => {
     }
     await spend('generation', KEY_CHANGE_LIMIT.maxPerWindow - 2)
     assert.equal((await browser.generateKey('last one')).response.statusCode, 201)
-    const refused = await browser.submit('/portal/keys', '/portal/keys', { label: 'one too many' })
+    const refused = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'one too many' })
     assert.equal(refused.statusCode, 429, refused.body)
     assert.match(String(refused.headers['retry-after']), /^\d+$/)
     assert.match(messageOf(refused.body), /^The account has made 30 key generations in the last hour, the most allowed; try again in \d+ minutes?\.$/)
@@ -483,11 +483,11 @@ describe('developer portal: keys', () => {
     const keys = await browser.get('/portal/keys')
     assert.equal(keys.statusCode, 200)
     assert.ok(keys.body.length < 32_000, `the keys page is ${keys.body.length} bytes`)
-    assert.match(keys.body, /11 active, 290 revoked\./)
+    assert.match(keys.body, /11 active, 290 revoked or expired\./)
     assert.equal((keys.body.match(/<tr class="revoked">/g) ?? []).length, 10)
     assert.ok(keys.body.includes('>key 289<'), 'the latest revoked key is shown')
     assert.equal(keys.body.includes('>key 279<'), false)
-    assert.match(keys.body, /<a href="\/portal\/keys\/revoked\?page=1">All 290 revoked keys<\/a>/)
+    assert.match(keys.body, /<a href="\/portal\/keys\/revoked\?page=1">All 290 revoked or expired keys<\/a>/)
 
     const first = await browser.get('/portal/keys/revoked?page=1')
     assert.equal(first.statusCode, 200)
@@ -532,7 +532,7 @@ describe('developer portal: control characters', () => {
     const browser = new PortalClient(app)
     await browser.signUp('quinn@example.com', PASSWORD)
     for (const label of [`lap${NUL}top`, 'tab\there', 'line\nbreak', 'del\u007f']) {
-      const response = await browser.submit('/portal/keys', '/portal/keys', { label })
+      const response = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label })
       assert.equal(response.statusCode, 400, response.body)
       assert.match(messageOf(response.body), /^The label must not contain control characters \(it contains U\+00[0-7][0-9A-F]\)\.$/)
     }
