@@ -152,9 +152,9 @@ function when (at: Date, now: number): SafeHtml {
   return html`<time datetime="${at.toISOString()}">${text}</time> (${relativeTime(at, now)})`
 }
 
-/** Whether a live key stops working within EXPIRY_WARNING_MS. */
+/** Whether a live key stops working within EXPIRY_WARNING_MS; a rolled key ending after its grace period is expected, not a surprise. */
 export function expiresSoon (key: ApiKeyRow, now: number): boolean {
-  return key.live && key.expiresAt !== null && key.expiresAt.getTime() - now < EXPIRY_WARNING_MS
+  return key.live && key.rolledTo === null && key.expiresAt !== null && key.expiresAt.getTime() - now < EXPIRY_WARNING_MS
 }
 
 /** How a key ended: revoked, or expired (a rolled key past its grace period included); whichever came first. */
@@ -333,8 +333,8 @@ function createForm (csrfToken: string, label: string | undefined, form: KeyForm
 }
 
 export function keysPage ({ assets, session, live, revoked, revokedTotal, apiBaseUrl, created, error, notice, label, form, now = Date.now() }: KeysPageOptions): string {
-  const context: KeyTableContext = { now, successors: new Map(live.map((key) => [key.id, key])) }
-  const expiring = live.filter((key) => expiresSoon(key, now) && key.rolledTo === null)
+  const context: KeyTableContext = { now, successors: new Map([...live, ...revoked].map((key) => [key.id, key])) }
+  const expiring = live.filter((key) => expiresSoon(key, now))
   return page({
     title: 'API keys',
     assets,
