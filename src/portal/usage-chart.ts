@@ -98,6 +98,7 @@ export function usageChart (summary: KeyUsageSummary, { id, keyName }: { id: str
       `The busiest day was ${busiest?.day ?? ''}, with ${number(busiest?.total ?? 0)}. The table below the chart has every day's numbers.`
 
   const gridValues = top === 1 ? [0, 1] : [0, top / 2, top]
+  // Every seventh day, counted back from today, so the labels never crowd each other.
   const labelEvery = 7
   return html`<svg class="usage-chart" id="${id}" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}" role="img" aria-labelledby="${id}-title ${id}-desc" xmlns="http://www.w3.org/2000/svg">
   <title id="${id}-title">Requests per day with the key ${keyName}, last ${days.length} days</title>
@@ -121,7 +122,7 @@ export function usageChart (summary: KeyUsageSummary, { id, keyName }: { id: str
     })}
   </g>
   <g class="x-axis">
-    ${days.map((day, index) => index % labelEvery === 0 || index === days.length - 1
+    ${days.map((day, index) => (days.length - 1 - index) % labelEvery === 0
       ? html`<text class="axis" x="${fixed(LEFT + (index + 0.5) * slot)}" y="${HEIGHT - 8}" text-anchor="middle" font-size="11" fill="#57606a">${day.day.slice(5)}</text>`
       : '')}
   </g>

@@ -179,11 +179,11 @@ function expiryText (key: ApiKeyRow, now: number): SafeHtml {
   return html`${expiresSoon(key, now) ? html`<strong class="expiry-warning">Expires soon:</strong> ` : ''}Expires ${when(key.expiresAt, now)}`
 }
 
-/** Links to another key of the account, by its label or prefix. */
+/** Links to another key of the account, by its label and prefix (a rolled key's successor has the same label). */
 function keyLink (id: string, key: ApiKeyRow | undefined): SafeHtml {
   return key === undefined
     ? html`<a href="/portal/keys/${id}"><code>${id}</code></a>`
-    : html`<a href="/portal/keys/${id}">${keyName(key)}</a>`
+    : html`<a href="/portal/keys/${id}">${key.label === null ? '' : html`${key.label} `}<code>${key.prefix}&hellip;</code></a>`
 }
 
 function statusText (key: ApiKeyRow, now: number, successors: ReadonlyMap<string, ApiKeyRow>): SafeHtml {

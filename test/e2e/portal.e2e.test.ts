@@ -225,7 +225,7 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     assert.equal(await apiStatus(server.baseUrl, key), 200, 'the old key works in its grace period')
     assert.equal((await createPet(server.baseUrl, rolled)).code, 'insufficient_scope', 'the new key has the same scopes')
     await page.goto('/portal/keys')
-    assert.match(await page.locator('table.keys').first().innerText(), /Rolled: replaced by reporting; stops working/)
+    assert.match(await page.locator('table.keys').first().innerText(), /Rolled: replaced by reporting ask_[0-9A-Za-z]{8}…; stops working/)
 
     await page.getByRole('link', { name: 'Events', exact: true }).click()
     await page.waitForURL('**/portal/events')

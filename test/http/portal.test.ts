@@ -1039,7 +1039,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     const list = await browser.get('/portal/keys')
     const oldRow = list.body.split('<tr').find((part) => part.includes(`<td data-label="Label"><a href="/portal/keys/${old.id}"`)) ?? ''
     assert.doesNotMatch(oldRow, /Expires soon|expiring/, 'a rolled key ending is no surprise to warn of')
-    assert.match(oldRow, new RegExp(`<span class="rolled">Rolled: replaced by <a href="/portal/keys/${successor.id}">ci</a>; stops working <time[^>]*>[^<]+</time> \\(in (59 minutes|1 hour)\\)</span>`))
+    assert.match(oldRow, new RegExp(`<span class="rolled">Rolled: replaced by <a href="/portal/keys/${successor.id}">ci <code>${successor.prefix}&hellip;</code></a>; stops working <time[^>]*>[^<]+</time> \\(in (59 minutes|1 hour)\\)</span>`))
     assert.doesNotMatch(oldRow, /Roll&hellip;/, 'a rolled key is not rolled again')
     assert.match(oldRow, /Revoke&hellip;/, 'but it can be revoked before its grace ends')
     const again = await browser.get(`/portal/keys/${old.id}/roll`)
@@ -1054,7 +1054,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     await msUntilRefused(app, newKey, performance.now())
     assert.equal(await apiStatus(app, third), 200)
     const ended = (await browser.get('/portal/keys')).body.split('<tr').find((part) => part.includes(`<td data-label="Label"><a href="/portal/keys/${successor.id}"`)) ?? ''
-    assert.match(ended, /<td data-label="Status">Expired <time[^>]*>[^<]+<\/time>, rolled: replaced by <a href="\/portal\/keys\/key_[0-9A-Za-z]{16}">ci<\/a><\/td>/)
+    assert.match(ended, /<td data-label="Status">Expired <time[^>]*>[^<]+<\/time>, rolled: replaced by <a href="\/portal\/keys\/key_[0-9A-Za-z]{16}">ci <code>ask_[0-9A-Za-z]{8}&hellip;<\/code><\/a><\/td>/)
     const endedRoll = await browser.get(`/portal/keys/${successor.id}/roll`)
     assert.equal(endedRoll.statusCode, 409, endedRoll.body)
     assert.match(messageOf(endedRoll.body), /has expired: there is nothing to roll/)
