@@ -12,6 +12,7 @@ import {
   type ThrottledBy
 } from '../core/login-throttle.js'
 import { needsRehash, passwordProblem } from '../core/passwords.js'
+import { appendAuditEvent, type AuditContext } from '../services/audit-trail.js'
 import { DuplicateEmailError, type Store } from '../storage/store.js'
 import { PasswordHasherBusyError, type PasswordHasher, type PasswordWork } from './password.js'
 
@@ -81,7 +82,17 @@ export async function logIn (store: Store, hasher: PasswordHasher, devices: Devi
     const credentials = await store.accounts.findCredentials(input.email)
     // Unknown emails and accounts without a password are checked against a dummy hash: the same work, the same time.
     const matches = await passwords.verify(input.password, credentials?.passwordHash ?? null)
-    if (!matches || credentials === undefined || credentials.passwordHash === null) return { outcome: 'refused' }
+    const context: AuditContext = { actor: 'portal', address: input.ip }
+    if (!matches || credentials === undefined || credentials.passwordHash === null) {
+      // Recorded on the account it was aimed at, so its owner sees it; an unknown email has no account to record it on.
+      // One small write beside a password hash: it tells no one which emails exist. Never the password, of course.
+      if (credentials !== undefined) {
+        await appendAuditEvent(store.audit, 'login_failed', context, {
+          accountId: credentials.accountId, detail: credentials.passwordHash === null ? 'the account has no password' : 'wrong password'
+        })
+      }
+      return { outcome: 'refused' }
+    }
 
     await store.loginAttempts.clear(own)
     // A log-in from a known browser leaves the unknown-device lock alone: it may be holding an attacker back.
@@ -89,6 +100,9 @@ export async function logIn (store: Store, hasher: PasswordHasher, devices: Devi
     await store.loginAttempts.forgive(address)
     await store.loginAttempts.deleteStaleBefore(new Date(now.getTime() - LOGIN_THROTTLE.forgetAfterMs))
     if (needsRehash(credentials.passwordHash)) await store.accounts.setPasswordHash(credentials.accountId, await passwords.hash(input.password))
+    await appendAuditEvent(store.audit, 'login_succeeded', context, {
+      accountId: credentials.accountId, detail: device === undefined ? 'from a browser not seen before' : 'from a browser that logged in before'
+    })
     return { outcome: 'ok', accountId: credentials.accountId, deviceCookie: newDeviceCookie(devices.secret, input.email, now) }
   })
 }
@@ -114,6 +128,9 @@ export async function signUp (store: Store, hasher: PasswordHasher, devices: Dev
     const passwordHash = await passwords.hash(input.password)
     try {
       const account = await store.accounts.create({ email: input.email, name: null, passwordHash })
+      const context: AuditContext = { actor: 'portal', address: input.ip }
+      await appendAuditEvent(store.audit, 'account_created', context, { accountId: account.id, detail: 'signed up in the portal' })
+      await appendAuditEvent(store.audit, 'password_set', context, { accountId: account.id })
       return { outcome: 'ok', accountId: account.id, deviceCookie: newDeviceCookie(devices.secret, input.email, now) }
     } catch (error) {
       if (error instanceof DuplicateEmailError) return { outcome: 'duplicate' }

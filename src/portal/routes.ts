@@ -5,16 +5,44 @@ import cookie from '@fastify/cookie'
 import formbody from '@fastify/formbody'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { controlCharacterProblem, normalizeEmail, withoutControlCharacters } from '../core/accounts.js'
-import { isWellFormedKeyId, MAX_LIVE_KEYS } from '../core/api-keys.js'
+import { isWellFormedKeyId, MAX_LIVE_KEYS, SCOPES } from '../core/api-keys.js'
 import { ApiError } from '../core/errors.js'
 import type { ThrottledBy } from '../core/login-throttle.js'
-import { AccountsError, issueApiKey, KeyChangeRateError, keyLabelOrFail, LiveKeyLimitError, revokeOwnApiKey } from '../services/accounts.js'
+import {
+  AccountsError,
+  durationOrFail,
+  expiryOrFail,
+  issueApiKey,
+  KeyChangeRateError,
+  keyLabelOrFail,
+  keyUsageSince,
+  LiveKeyLimitError,
+  revokeOwnApiKey,
+  rollApiKey,
+  scopesOrFail
+} from '../services/accounts.js'
 import { StoreUnavailableError, type ApiKeyRow, type Store } from '../storage/store.js'
 import { CSRF_FIELD, PresessionCsrf, sessionCsrfValid } from './csrf.js'
 import { logIn, signUp, type Busy, type Throttled } from './log-in.js'
 import { PasswordHasher } from './password.js'
 import { cookieOptions, DEVICE_COOKIE, deviceCookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
-import { errorPage, keysPage, logInPage, revokedKeysPage, revokePage, signUpPage, type AssetUrls } from './views.js'
+import { summarizeUsage } from './usage-chart.js'
+import {
+  DEFAULT_GRACE_CHOICE,
+  errorPage,
+  eventsPage,
+  EXPIRY_CHOICES,
+  GRACE_CHOICES,
+  keyPage,
+  keysPage,
+  logInPage,
+  revokedKeysPage,
+  revokePage,
+  rollPage,
+  signUpPage,
+  type AssetUrls,
+  type KeyFormState
+} from './views.js'
 
 export interface PortalOptions {
   store: Store
@@ -35,6 +63,9 @@ const MAX_FORM_BYTES = 16 * 1024
 /** Revoked keys shown under the live ones; the rest are a link away, a page at a time. */
 const REVOKED_ON_KEYS_PAGE = 10
 const REVOKED_PER_PAGE = 50
+const EVENTS_PER_PAGE = 50
+/** Days of usage a key's page shows, one bar each. */
+const USAGE_DAYS = 30
 const HOST = /^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/
 const FORM_EXPIRED = 'This form has expired or was not sent from this site. Please try again.'
 
@@ -66,6 +97,16 @@ function field (request: FastifyRequest, name: string): string | undefined {
   if (typeof body !== 'object' || body === null) return undefined
   const value = (body as Record<string, unknown>)[name]
   return typeof value === 'string' ? value : undefined
+}
+
+/** Every value of a field that may repeat (checkboxes): none when absent, undefined when anything is not text. */
+function fieldValues (request: FastifyRequest, name: string): string[] | undefined {
+  const body = request.body
+  if (typeof body !== 'object' || body === null) return []
+  const value = (body as Record<string, unknown>)[name]
+  if (value === undefined) return []
+  if (typeof value === 'string') return [value]
+  return Array.isArray(value) && value.every((item) => typeof item === 'string') ? value as string[] : undefined
 }
 
 function sendPage (reply: FastifyReply, status: number, body: string): FastifyReply {
@@ -179,7 +220,13 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return session
   }
 
-  interface KeysPageExtras { created?: { key: string, row: ApiKeyRow }, error?: string, notice?: string | undefined, label?: string }
+  interface KeysPageExtras {
+    created?: { key: string, row: ApiKeyRow, replaces?: ApiKeyRow }
+    error?: string
+    notice?: string | undefined
+    label?: string
+    form?: KeyFormState
+  }
 
   async function renderKeys (request: FastifyRequest, reply: FastifyReply, session: PortalSession, status: number, extras: KeysPageExtras): Promise<FastifyReply> {
     const live = await store.apiKeys.pageByAccount(session.account.id, { live: true, limit: MAX_LIVE_KEYS, offset: 0 })
@@ -285,7 +332,11 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     if (session === undefined) return reply
     const revoked = (request.query as Record<string, unknown>).revoked
     const key = typeof revoked === 'string' ? await ownKey(session, revoked) : undefined
-    const notice = key === undefined || key.live ? undefined : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
+    const notice = key === undefined || key.live
+      ? undefined
+      : key.revokedAt === null
+        ? `The key ${key.label ?? key.prefix} has expired: the API refuses it.`
+        : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
     return renderKeys(request, reply, session, 200, { notice })
   })
 
@@ -308,18 +359,34 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     }
     const labelText = field(request, 'label') ?? ''
     const shownLabel = withoutControlCharacters(labelText).slice(0, 500)
+    const scopeTexts = fieldValues(request, 'scopes')
+    const expiryText = field(request, 'expires_in') ?? 'never'
+    // The form as it was sent, for the page that says what is wrong with it: known choices only.
+    const form: KeyFormState = {
+      scopes: (scopeTexts ?? []).filter((scope) => SCOPES.some((known) => known === scope)),
+      expiresIn: EXPIRY_CHOICES.some(({ value }) => value === expiryText) ? expiryText : 'never'
+    }
+    const refuse = (status: number, error: string): Promise<FastifyReply> => renderKeys(request, reply, session, status, { error, label: shownLabel, form })
     let created: { key: string, row: ApiKeyRow }
     try {
-      created = await issueApiKey(store, session.account.id, keyLabelOrFail(labelText), {}, { actor: 'portal', address: request.ip })
+      const label = keyLabelOrFail(labelText)
+      if (scopeTexts === undefined || scopeTexts.length === 0) {
+        return await refuse(400, 'Choose at least one scope: animals:read to list and read animals, animals:write to add them.')
+      }
+      // Each value checked on its own, so a control character is named as such, never split away.
+      for (const scope of scopeTexts) scopesOrFail(scope)
+      const scopes = scopesOrFail(scopeTexts.join(' '))
+      const expiresAt = expiryText === 'never' ? null : expiryOrFail({ expiresIn: expiryText })
+      created = await issueApiKey(store, session.account.id, label, { scopes, expiresAt }, { actor: 'portal', address: request.ip })
     } catch (error) {
       if (error instanceof KeyChangeRateError) {
         reply.header('retry-after', String(error.retryAfterSeconds))
-        return renderKeys(request, reply, session, 429, { error: sentence(error.message), label: shownLabel })
+        return refuse(429, sentence(error.message))
       }
       if (error instanceof LiveKeyLimitError) {
-        return renderKeys(request, reply, session, 400, { error: `You have ${error.limit} active keys, the most an account may have. Revoke one you no longer use first.`, label: shownLabel })
+        return refuse(400, `You have ${error.limit} active keys, the most an account may have (a rolled key counts until its grace period ends). Revoke one you no longer use first.`)
       }
-      if (error instanceof AccountsError) return renderKeys(request, reply, session, 400, { error: sentence(error.message), label: shownLabel })
+      if (error instanceof AccountsError) return refuse(400, sentence(error.message))
       throw error
     }
     request.log.info({ accountId: session.account.id, keyId: created.row.id }, 'portal: API key generated')
@@ -364,6 +431,91 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     }
     request.log.info({ accountId: session.account.id, keyId: key.id }, 'portal: API key revoked')
     return reply.redirect(`/portal/keys?revoked=${key.id}`, 303)
+  })
+
+  app.get<{ Params: { keyId: string } }>('/keys/:keyId', hidden, async function showKey (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    const key = await ownKey(session, request.params.keyId)
+    if (key === undefined) return noSuchKey(reply, session)
+    const now = Date.now()
+    const [{ counts }, successor] = await Promise.all([
+      keyUsageSince(store, key.id, USAGE_DAYS, now),
+      key.rolledTo === null ? undefined : ownKey(session, key.rolledTo)
+    ])
+    return sendPage(reply, 200, keyPage({ assets, session, key, successor, usage: summarizeUsage(counts, USAGE_DAYS, now), now }))
+  })
+
+  /** Why a key cannot be rolled, or undefined when it can. */
+  const notRollable = (key: ApiKeyRow): string | undefined => {
+    if (!key.live) return `The key ${key.label ?? key.prefix} has ${key.revokedAt === null ? 'expired' : 'been revoked'}: there is nothing to roll. Generate a new key instead.`
+    if (key.rolledTo !== null) return `The key ${key.label ?? key.prefix} has been rolled already and works only until its grace period ends. Roll the key that replaced it instead.`
+    return undefined
+  }
+
+  app.get<{ Params: { keyId: string } }>('/keys/:keyId/roll', hidden, async function confirmRollKey (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    const key = await ownKey(session, request.params.keyId)
+    if (key === undefined) return noSuchKey(reply, session)
+    const refusal = notRollable(key)
+    if (refusal !== undefined) return sendPage(reply, 409, errorPage({ assets, status: 409, title: 'Cannot roll this key', message: refusal, session }))
+    return sendPage(reply, 200, rollPage({ assets, session, key }))
+  })
+
+  app.post<{ Params: { keyId: string } }>('/keys/:keyId/roll', hidden, async function rollKey (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    if (!sessionCsrfValid(session, field(request, CSRF_FIELD))) {
+      return sendPage(reply, 403, errorPage({ assets, status: 403, title: 'Form expired', message: FORM_EXPIRED, session }))
+    }
+    const key = await ownKey(session, request.params.keyId)
+    if (key === undefined) return noSuchKey(reply, session)
+    const refusal = notRollable(key)
+    if (refusal !== undefined) return sendPage(reply, 409, errorPage({ assets, status: 409, title: 'Cannot roll this key', message: refusal, session }))
+    const graceText = field(request, 'grace') ?? DEFAULT_GRACE_CHOICE
+    const shownGrace = GRACE_CHOICES.some(({ value }) => value === graceText) ? graceText : DEFAULT_GRACE_CHOICE
+    let rolled: { key: string, row: ApiKeyRow, old: ApiKeyRow }
+    try {
+      const graceMs = durationOrFail(graceText, 'the grace period')
+      rolled = await rollApiKey(store, key.id, { graceMs, ownerId: session.account.id }, { actor: 'portal', address: request.ip })
+    } catch (error) {
+      if (error instanceof KeyChangeRateError) {
+        reply.header('retry-after', String(error.retryAfterSeconds))
+        return sendPage(reply, 429, errorPage({ assets, status: 429, title: 'Too many new keys', message: sentence(error.message), session }))
+      }
+      if (error instanceof LiveKeyLimitError) {
+        return sendPage(reply, 400, rollPage({
+          assets,
+          session,
+          key,
+          grace: shownGrace,
+          error: `You have ${error.limit} active keys, the most an account may have, and rolling needs room for the new key: a rolled key counts ` +
+            'until its grace period ends, even a grace period of none. Revoke a key you no longer use first, then roll this one.'
+        }))
+      }
+      if (error instanceof AccountsError) return sendPage(reply, 400, rollPage({ assets, session, key, grace: shownGrace, error: sentence(error.message) }))
+      throw error
+    }
+    request.log.info({ accountId: session.account.id, keyId: rolled.row.id, rolledKeyId: key.id }, 'portal: API key rolled')
+    const oldName = rolled.old.label ?? rolled.old.prefix
+    const notice = rolled.old.live && rolled.old.expiresAt !== null
+      ? `The key ${oldName} was rolled: it keeps working until ${rolled.old.expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, then the API refuses it. Move your programs to the new key before then.`
+      : `The key ${oldName} was rolled: the API refuses it from now on.`
+    // Like a generated key: 201 with the secret in the page, once, marked no-store.
+    return renderKeys(request, reply, session, 201, { created: { key: rolled.key, row: rolled.row, replaces: rolled.old }, notice })
+  })
+
+  app.get('/events', hidden, async function showEvents (request, reply) {
+    const session = await sessionOrRedirect(request, reply)
+    if (session === undefined) return reply
+    const asked = (request.query as Record<string, unknown>).before
+    const beforeId = typeof asked === 'string' && /^[1-9][0-9]{0,14}$/.test(asked) ? Number(asked) : undefined
+    // One more than shown: whether there are older events, without counting them.
+    const events = await store.audit.page(session.account.id, { limit: EVENTS_PER_PAGE + 1, beforeId })
+    const shown = events.slice(0, EVENTS_PER_PAGE)
+    const olderBefore = events.length > EVENTS_PER_PAGE ? shown[shown.length - 1]?.id : undefined
+    return sendPage(reply, 200, eventsPage({ assets, session, events: shown, olderBefore, paged: beforeId !== undefined }))
   })
 
   app.setNotFoundHandler(function portalNotFound (_request, reply) {

@@ -68,6 +68,26 @@ async function apiStatus (baseUrl: string, key: string): Promise<number> {
 
 const alert = (page: Page) => page.locator('p.message.error')
 
+/** Runs the check until it returns true, reloading the page between tries; fails after the deadline. */
+async function reloadUntil (page: Page, what: string, deadlineMs: number, check: () => Promise<boolean>): Promise<void> {
+  const started = performance.now()
+  while (!await check()) {
+    if (performance.now() - started > deadlineMs) assert.fail(`${what}: not seen within ${deadlineMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    await page.reload()
+  }
+}
+
+async function createPet (baseUrl: string, key: string): Promise<{ status: number, code: string | undefined }> {
+  const response = await fetch(`${baseUrl}/v1/pets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' })
+  })
+  const body = await response.json() as { code?: string }
+  return { status: response.status, code: body.code }
+}
+
 describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
   test('sign up, log in, generate a key, call the API with it, revoke it and see the API refuse it within 1 s', { timeout: 120_000 }, async (t) => {
     const { server, page, consoleErrors } = await open(t)
@@ -145,6 +165,74 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     await page.setViewportSize({ width: 360, height: 740 })
     const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')
     assert.ok(overflow <= 0, `the keys page scrolls sideways by ${overflow} px at 360 px`)
+
+    assert.deepEqual(consoleErrors, [], 'no console errors, no CSP violations')
+  })
+
+  test('a read-only key: made in the portal, refused a write by the API, its usage charted, rolled, and the events listed', { timeout: 180_000 }, async (t) => {
+    const { server, page, consoleErrors } = await open(t)
+    await signUp(page, 'reader@example.com', PASSWORD)
+    await page.waitForURL('**/portal/keys')
+
+    await page.getByLabel('Label').fill('reporting')
+    assert.equal(await page.getByLabel('animals:read').isChecked(), true, 'both scopes are checked at first')
+    await page.getByLabel('animals:write').uncheck()
+    await page.getByLabel('Expires').selectOption('30d')
+    await page.getByRole('button', { name: 'Generate key' }).click()
+    await page.locator('#new-key-value').waitFor()
+    const key = await page.locator('#new-key-value').innerText()
+    const terms = await page.locator('#new-key-terms').innerText()
+    assert.match(terms, /animals:read/)
+    assert.doesNotMatch(terms, /animals:write/)
+    assert.match(terms, /Expires \d{4}-\d{2}-\d{2} \(in 30 days\)/)
+
+    assert.equal(await apiStatus(server.baseUrl, key), 200, 'the read-only key reads')
+    assert.deepEqual(await createPet(server.baseUrl, key), { status: 403, code: 'insufficient_scope' }, 'and may not write')
+
+    // Usage reaches the database within 15 s (UsageRecorder): the page shows it once it is there.
+    await page.goto('/portal/keys')
+    await page.getByRole('link', { name: 'Usage and details of the key reporting' }).click()
+    await page.waitForURL('**/portal/keys/key_*')
+    const chart = page.getByRole('img', { name: /Requests per day with the key reporting, last 30 days/ })
+    await chart.waitFor()
+    const today = page.locator('svg.usage-chart g.day').last()
+    await reloadUntil(page, 'the usage of the key', 60_000, async () => await today.getAttribute('data-total') === '2')
+    assert.equal(await page.locator('svg.usage-chart g.day').count(), 30, 'one bar per day')
+    assert.equal(await today.locator('rect.bar-2xx').count(), 1)
+    assert.equal(await today.locator('rect.bar-4xx').count(), 1)
+    assert.equal(await today.locator('rect.bar-2xx').evaluate((rect) => (globalThis as unknown as { getComputedStyle: (element: unknown) => { fill: string } }).getComputedStyle(rect).fill), 'rgb(26, 127, 55)', 'the stylesheet colours the bars')
+    assert.match(await page.locator('#usage-chart-desc').textContent() ?? '', /^2 requests in the 30 days .*: 1 succeeded \(2xx\), 1 refused \(4xx\), 0 failed \(5xx\)\./)
+    assert.equal(await page.locator('#usage-table').isVisible(), false, 'the table of numbers is folded away')
+    await page.getByText('Requests per day, as a table').click()
+    assert.equal(await page.locator('#usage-table').isVisible(), true)
+    assert.match(await page.locator('#usage-by-operation').innerText(), /createPet\s+0\s+1\s+0\s+1/)
+    await page.setViewportSize({ width: 360, height: 740 })
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')
+    assert.ok(overflow <= 0, `the key page scrolls sideways by ${overflow} px at 360 px`)
+    await page.setViewportSize({ width: 1000, height: 800 })
+
+    await page.getByRole('link', { name: 'Roll this key…' }).click()
+    await page.waitForURL('**/roll')
+    assert.match(await page.locator('main').innerText(), /new key with the same label and scopes/)
+    assert.equal(await page.getByLabel('The old key keeps working for').inputValue(), '24h')
+    await page.getByLabel('The old key keeps working for').selectOption('1h')
+    await page.getByRole('button', { name: 'Roll key' }).click()
+    await page.locator('#new-key-value').waitFor()
+    const rolled = await page.locator('#new-key-value').innerText()
+    assert.notEqual(rolled, key)
+    assert.match(await page.locator('p.message.notice').innerText(), /The key reporting was rolled: it keeps working until/)
+    assert.equal(await apiStatus(server.baseUrl, rolled), 200, 'the new key works')
+    assert.equal(await apiStatus(server.baseUrl, key), 200, 'the old key works in its grace period')
+    assert.equal((await createPet(server.baseUrl, rolled)).code, 'insufficient_scope', 'the new key has the same scopes')
+    await page.goto('/portal/keys')
+    assert.match(await page.locator('table.keys').first().innerText(), /Rolled: replaced by reporting ask_[0-9A-Za-z]{8}…; stops working/)
+
+    await page.getByRole('link', { name: 'Events', exact: true }).click()
+    await page.waitForURL('**/portal/events')
+    const events = async (): Promise<string[]> => await page.locator('table.events tbody td[data-label="Event"]').allInnerTexts()
+    await reloadUntil(page, 'the scope refusal among the events', 10_000, async () => (await events()).includes('Request refused: scope missing'))
+    assert.deepEqual((await events()).filter((event) => event !== 'Request refused: scope missing'), ['Key rolled', 'Key created', 'Password set', 'Account created'])
+    assert.match(await page.locator('table.events').innerText(), /Portal\s+127\.0\.0\.1/)
 
     assert.deepEqual(consoleErrors, [], 'no console errors, no CSP violations')
   })

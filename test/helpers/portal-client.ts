@@ -15,6 +15,16 @@ export function newKeyOf (body: string): string {
   return match[1]
 }
 
+/** What the create form sends when left as it is: both scopes checked, no expiry. */
+export const DEFAULT_KEY_FIELDS: Readonly<Record<string, readonly string[] | string>> = { scopes: ['animals:read', 'animals:write'], expires_in: 'never' }
+
+/** A form url-encoded, a field given as an array sent once per value (as checkboxes are). */
+export function formBody (fields: Readonly<Record<string, string | readonly string[]>>): string {
+  const form = new URLSearchParams()
+  for (const [name, value] of Object.entries(fields)) for (const item of typeof value === 'string' ? [value] : value) form.append(name, item)
+  return form.toString()
+}
+
 /** The text of an error or notice paragraph. */
 export function messageOf (body: string): string {
   return /<p class="message [a-z]+" [^>]*>([^<]*)<\/p>/.exec(body)?.[1] ?? ''
@@ -48,18 +58,18 @@ export class PortalClient {
     return this.keep(await this.app.inject({ url, remoteAddress: this.remoteAddress, headers: { ...this.cookieHeader(), ...headers } }))
   }
 
-  async post (url: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+  async post (url: string, fields: Readonly<Record<string, string | readonly string[]>>, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
     return this.keep(await this.app.inject({
       method: 'POST',
       url,
       remoteAddress: this.remoteAddress,
       headers: { 'content-type': 'application/x-www-form-urlencoded', ...this.cookieHeader(), ...headers },
-      payload: new URLSearchParams(fields).toString()
+      payload: formBody(fields)
     }))
   }
 
   /** Opens the page and posts its form with the page's CSRF token plus the fields. */
-  async submit (pageUrl: string, actionUrl: string, fields: Record<string, string>): Promise<LightMyRequestResponse> {
+  async submit (pageUrl: string, actionUrl: string, fields: Readonly<Record<string, string | readonly string[]>>): Promise<LightMyRequestResponse> {
     const page = await this.get(pageUrl)
     assert.equal(page.statusCode, 200, page.body)
     return this.post(actionUrl, { _csrf: csrfTokenOf(page.body), ...fields })
@@ -73,9 +83,9 @@ export class PortalClient {
     return this.submit('/portal/login', '/portal/login', { email, password })
   }
 
-  /** Generates a key from the keys page; returns the response and the secret it shows. */
-  async generateKey (label: string): Promise<{ response: LightMyRequestResponse, key: string }> {
-    const response = await this.submit('/portal/keys', '/portal/keys', { label })
+  /** Generates a key from the keys page (both scopes and no expiry unless told); returns the response and the secret it shows. */
+  async generateKey (label: string, fields: Readonly<Record<string, string | readonly string[]>> = {}): Promise<{ response: LightMyRequestResponse, key: string }> {
+    const response = await this.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label, ...fields })
     assert.equal(response.statusCode, 201, response.body)
     return { response, key: newKeyOf(response.body) }
   }
