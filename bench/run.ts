@@ -17,8 +17,9 @@ import { hostConditions, machine, root, syncToDisk } from './support.js'
 import { installJsonServer, jsonServerDatabase } from './peers.js'
 import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlite } from './datasets.js'
 import { median, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
-import { AS_SHIPPED, CEILING, WITHOUT_KEY_STEPS, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, PRODUCTION, PRODUCTION_ENV, writeReport } from './report.js'
+import { AS_SHIPPED, CEILING, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, PRODUCTION, PRODUCTION_ENV, writeReport } from './report.js'
 import { redisAvailable } from './redis.js'
+import { stepCost, type StepCost } from './step-cost.js'
 import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 
 /**
@@ -35,6 +36,8 @@ const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'
 const ONLY = process.env.BENCH_ONLY?.split(';').map((part) => part.trim()).filter((part) => part !== '')
 const wanted = (name: string): boolean => ONLY === undefined || name === CEILING || ONLY.includes(name)
 const CLI = join(root, 'dist', 'cli', 'main.js')
+/** The name BENCH_ONLY takes for the measurement of the key lifecycle steps. */
+const KEY_STEPS = 'key lifecycle steps'
 /** The V8 flag `npm start` and the Dockerfile run the service with. */
 const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4']
 
@@ -127,8 +130,6 @@ async function main (): Promise<void> {
     /** The service with nothing but its data configured: the defaults (LOG_LEVEL=info among them), as `npm start` runs it. */
     const asShipped = (env: Record<string, string>): { argv: string[], env: Record<string, string> } =>
       ({ argv: ['node', ...SERVICE_NODE_FLAGS, CLI, 'serve'], env: { HOST: '127.0.0.1', ...env } })
-    let withoutKeyStepsCli: string | undefined
-    const withoutKeySteps = (): string => (withoutKeyStepsCli ??= serviceWithoutSteps(join(dir, 'without-key-steps'), KEY_LIFECYCLE_STEPS))
     const withRedis = await redisAvailable()
     if (!withRedis) console.error('Redis does not answer at redis://127.0.0.1:6379: the production profile is left out')
     const profiles: Contender[] = [
@@ -146,8 +147,6 @@ async function main (): Promise<void> {
       { name: CEILING_SYNCED, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('synced') },
       { name: CEILING_WRITTEN, animals: SMALL, workloads: ['post'], pinned: true, paths: OUR_PATHS, key: small.key, command: ceilingWithLog('written') },
       { name: 'animal-store SQLite', animals: SMALL, workloads: ['list', 'status', 'get', 'post', 'mixed'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }) },
-      // What the scope check and the usage count cost a cached read: the service beside a build without them.
-      { name: WITHOUT_KEY_STEPS, animals: SMALL, workloads: ['list', 'get'], pinned: true, paths: OUR_PATHS, key: small.key, command: () => ({ ...service({ DATABASE_URL: `sqlite:${sqliteCopy(small.path)}` }), argv: ['node', ...SERVICE_NODE_FLAGS, withoutKeySteps(), 'serve'] }) },
       // The three profiles take their turns side by side: bare (above), as shipped, production.
       ...profiles,
       oneTransactionPerCreate,
@@ -238,6 +237,12 @@ async function main (): Promise<void> {
       for (const contender of createTurns) await measureFresh(round, contender, ['post'])
       for (const contender of contenders.filter((c) => c.workloads.includes('mixed'))) await measureFresh(round, contender, ['mixed'])
     }
+    // The key lifecycle's steps, against a build without them, both on core 0 at once (bench/step-cost.ts).
+    let keySteps: StepCost | undefined
+    if (wanted(KEY_STEPS)) {
+      console.log('Measuring the key lifecycle steps: the service and a build without them side by side on one core …')
+      keySteps = await stepCost({ withSteps: CLI, withoutSteps: serviceWithoutSteps(join(dir, 'without-key-steps'), KEY_LIFECYCLE_STEPS), sqlitePath: small.path, key: small.key })
+    }
     const hostAtEnd = hostConditions(join(dir, 'host-probe.bin'))
     writeReport({
       file: join(root, 'bench', 'results', 'latest.md'),
@@ -249,6 +254,7 @@ async function main (): Promise<void> {
       workloads: WORKLOADS,
       results,
       startupMs: median(startups),
+      keySteps,
       large: LARGE,
       minutes: (performance.now() - began) / 60_000
     })

@@ -4,7 +4,7 @@
  * core 1, so that whatever else the host does slows both alike. Each gets about half the core, and
  * the ratio of their rates is the inverse ratio of what a request costs each. `npm run bench` runs it
  * for the key lifecycle's steps; `npm run bench:steps` runs it alone and writes
- * bench/results/<date>-step-cost.md. Environment: BENCH_STEP_ROUNDS (5), BENCH_STEP_DURATION (4s).
+ * bench/results/<date>-step-cost.md. Environment: BENCH_STEP_ROUNDS (8), BENCH_STEP_DURATION (4s).
  */
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { seededSqlite } from './datasets.js'
-import { median, startContender, stopContender, timeToFirstAnswer } from './measure.js'
+import { median, startContender, stopContender, timeToFirstAnswer, type Started } from './measure.js'
 import { machine, parseWrk, pin, root } from './support.js'
 import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 
 const run = promisify(execFile)
-const ROUNDS = Number(process.env.BENCH_STEP_ROUNDS ?? 5)
+const ROUNDS = Number(process.env.BENCH_STEP_ROUNDS ?? 8)
 const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
 const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4']
 
@@ -33,30 +33,34 @@ async function wrkOn (url: string, key: string, duration: string): Promise<numbe
   return parseWrk(stdout).rps
 }
 
-/** Both CLIs serve a copy of the SQLite file at once, pinned to core 0; returns the cost of the steps the second lacks. */
-export async function stepCost (options: { withSteps: string, withoutSteps: string, sqlitePath: string, key: string, dir: string }): Promise<StepCost> {
-  const serve = (cli: string, name: string) => (port: number) => {
-    const copy = join(options.dir, `${name}.sqlite`)
-    rmSync(copy, { force: true })
-    return { argv: ['node', ...SERVICE_NODE_FLAGS, cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } }
-  }
-  const servers = [await startContender(serve(options.withSteps, 'with'), true), await startContender(serve(options.withoutSteps, 'without'), true)]
-  try {
-    for (const server of servers) await timeToFirstAnswer(server, STEP_COST_PATHS.list, options.key)
-    const result = {} as StepCost
-    for (const [workload, path] of Object.entries(STEP_COST_PATHS) as Array<[StepCostWorkload, string]>) {
-      await Promise.all(servers.map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, '1s')))
-      const rounds: number[] = []
-      for (let round = 0; round < ROUNDS; round++) {
-        const [withRate = NaN, withoutRate = NaN] = await Promise.all(servers.map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, DURATION)))
-        rounds.push(withoutRate / withRate - 1)
+/**
+ * Both CLIs serve the SQLite file at once, pinned to core 0; returns the cost of the steps the second
+ * lacks. Two processes of one build differ by a few percent from start to start (their memory
+ * layouts and compiled code differ), so every round starts a fresh pair, in alternating order, and
+ * the figure is the median over the rounds.
+ */
+export async function stepCost (options: { withSteps: string, withoutSteps: string, sqlitePath: string, key: string }): Promise<StepCost> {
+  const serve = (cli: string) => (port: number) =>
+    ({ argv: ['node', ...SERVICE_NODE_FLAGS, cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } })
+  const rounds: Record<StepCostWorkload, number[]> = { list: [], get: [] }
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? [options.withSteps, options.withoutSteps] : [options.withoutSteps, options.withSteps]
+    const started = [await startContender(serve(order[0] as string), true), await startContender(serve(order[1] as string), true)]
+    const [withSteps, withoutSteps] = (round % 2 === 0 ? started : [started[1], started[0]]) as [Started, Started]
+    try {
+      for (const server of started) await timeToFirstAnswer(server, STEP_COST_PATHS.list, options.key)
+      for (const [workload, path] of Object.entries(STEP_COST_PATHS) as Array<[StepCostWorkload, string]>) {
+        const both = async (duration: string): Promise<number[]> =>
+          await Promise.all([withSteps, withoutSteps].map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, duration)))
+        await both('1s')
+        const [withRate = NaN, withoutRate = NaN] = await both(DURATION)
+        rounds[workload].push(withoutRate / withRate - 1)
       }
-      result[workload] = { cost: median(rounds), rounds }
+    } finally {
+      for (const server of started) await stopContender(server)
     }
-    return result
-  } finally {
-    for (const server of servers) await stopContender(server)
   }
+  return { list: { cost: median(rounds.list), rounds: rounds.list }, get: { cost: median(rounds.get), rounds: rounds.get } }
 }
 
 export function describeStepCost (cost: StepCost): string[] {
@@ -70,14 +74,14 @@ async function main (): Promise<void> {
   try {
     const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     const withoutSteps = serviceWithoutSteps(join(dir, 'without-key-steps'), KEY_LIFECYCLE_STEPS)
-    const cost = await stepCost({ withSteps: join(root, 'dist', 'cli', 'main.js'), withoutSteps, sqlitePath: seeded.path, key: seeded.key, dir })
+    const cost = await stepCost({ withSteps: join(root, 'dist', 'cli', 'main.js'), withoutSteps, sqlitePath: seeded.path, key: seeded.key })
     const date = new Date().toISOString()
     const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-step-cost.md`)
     writeFileSync(file, [
       '# What the key lifecycle steps cost',
       '',
       `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`npm run bench:steps\`: the service and a build without the `,
-      `authorization and key usage steps serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1; ${ROUNDS} rounds.`,
+      `authorization and key usage steps serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1; ${ROUNDS} rounds, each with a fresh pair of processes.`,
       '',
       '| workload | extra CPU time per request (median) | each round |',
       '|---|---:|---|',

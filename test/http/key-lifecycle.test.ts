@@ -64,6 +64,7 @@ describe('scopes', () => {
       assert.equal(refused.status, 403, path)
       assert.equal(refused.headers.get('www-authenticate'), 'Bearer realm="animal-store", error="insufficient_scope", scope="animals:read"')
     }
+    assert.equal((await call(server, writer.authorization, 'HEAD', '/pets')).status, 403, 'HEAD is a read')
     assert.equal((await call(server, 'Bearer ask_invalid', 'POST', '/pets', PET)).status, 401)
     assert.equal((await call(server, writer.authorization, 'GET', '/no/such/path')).status, 404, 'an unknown path needs no scope to be told so')
   })

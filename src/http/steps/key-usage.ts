@@ -2,8 +2,9 @@ import type { UsageRecorder } from '../../services/usage-recorder.js'
 import type { Step } from '../pipeline.js'
 
 /**
- * Counts each answered request of a valid key by operation and outcome (services/usage-recorder.ts):
- * what the portal's usage chart and `keys usage` show. A request that matched no operation counts as `other`.
+ * Counts each answered request of a valid key by operation (named by the authorization step) and
+ * outcome (services/usage-recorder.ts): what the portal's usage chart and `keys usage` show. A
+ * request that matched no operation counts as `other`.
  */
 export function keyUsage (recorder: UsageRecorder): Step {
   return {
@@ -11,7 +12,7 @@ export function keyUsage (recorder: UsageRecorder): Step {
     scope: 'api',
     onResponse: function countKeyUse (request, reply, done) {
       const key = request.apiKey
-      if (key !== null) recorder.count(key.keyId, request.is404 ? 'other' : (request.routeOptions.schema?.operationId ?? 'other'), reply.statusCode)
+      if (key !== null) recorder.count(key.keyId, request.operation, reply.statusCode)
       done()
     }
   }
