@@ -1761,6 +1761,19 @@ const labelArbitrary = fc.oneof(
   { weight: 3, arbitrary: wildString }
 )
 
+/** Any text without control characters (those are tried in the label, whose refusal names it). */
+const printable = wildString.filter((text) => !CONTROL.test(text))
+/** The create form's scope checkboxes: mostly what a browser sends (one or both), sometimes none or ones no browser would. */
+const scopesArbitrary = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom(['animals:read', 'animals:write'], ['animals:read'], ['animals:write']) },
+  { weight: 2, arbitrary: fc.array(fc.oneof(fc.constantFrom('animals:read', 'animals:write', 'animals:delete', '', 'ANIMALS:READ', 'animals:read animals:write'), printable), { maxLength: 4 }) }
+)
+/** The create form's expiry choice: mostly one of its options, sometimes absent or anything at all. */
+const expiryArbitrary = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom('never', '7d', '30d', '90d', '365d') },
+  { weight: 2, arbitrary: fc.oneof(fc.constant(undefined), fc.constantFrom('0', '-1d', '99999999d', '1x', '30d30d'), printable) }
+)
+
 /** How the form body is written: cleanly, as a browser would, or damaged in the ways a hostile client may. */
 type FormShape = 'clean' | 'repeated' | 'bad-escape' | 'invalid-utf8' | 'oversized'
 const formShape = fc.oneof(
@@ -1842,7 +1855,8 @@ function portalCaseArbitrary (pf: PortalFuzz, form: PortalForm): fc.Arbitrary<Po
   const fieldsOf: Record<PortalForm, fc.Arbitrary<Array<[string, string]>>> = {
     signup: fc.tuple(emailArbitrary, passwordArbitrary).map(([email, password]) => [['email', email], ['password', password]]),
     login: fc.tuple(emailArbitrary, passwordArbitrary).map(([email, password]) => [['email', email], ['password', password]]),
-    generateKey: labelArbitrary.map((label) => [['label', label]]),
+    generateKey: fc.tuple(labelArbitrary, scopesArbitrary, expiryArbitrary).map(([label, scopes, expiry]) =>
+      [['label', label], ...scopes.map((scope): [string, string] => ['scopes', scope]), ...(expiry === undefined ? [] : [['expires_in', expiry] as [string, string]])]),
     revokeKey: fc.constant([])
   }
   const keyId = fc.oneof(
