@@ -3,7 +3,8 @@
  * written to docs/reliability-results.md.
  *   1. test/process/crash-durability.test.ts with CRASH_TRIALS=50 (SQLite and PostgreSQL);
  *   2. test/http/fuzz.test.ts with FUZZ_RUNS=50000, when the file exists;
- *   3. bench/overload.ts, when the file exists.
+ *   3. bench/overload.ts, when the file exists;
+ *   4. scripts/attack.ts: the outside attack replayed on both engines (0 cases may differ).
  * Each runs as a child process whose TAP (or printed) output is shown live and parsed.
  * Exits 1 if any part fails; a part whose file does not exist is reported as skipped.
  */
@@ -18,6 +19,7 @@ const RESULTS = join(root, 'docs', 'reliability-results.md')
 const CRASH_TEST = 'test/process/crash-durability.test.ts'
 const FUZZ_TEST = 'test/http/fuzz.test.ts'
 const OVERLOAD_BENCH = 'bench/overload.ts'
+const ATTACK = 'scripts/attack.ts'
 const CRASH_TRIALS = 50
 const FUZZ_RUNS = 50_000
 const logDir = mkdtempSync(join(tmpdir(), 'animal-store-reliability-'))
@@ -209,6 +211,18 @@ sections.push(`<!-- overload benchmark: begin (filled by scripts/reliability.ts 
 
 ${overload}
 <!-- overload benchmark: end -->
+`)
+
+// 4. The outside attack, replayed: its table, and how many cases differ from what is expected.
+const attack = await run('attack', ['--import', 'tsx', ATTACK], {})
+const attackSummary = /(\d+) cases, (\d+) differ from what is expected/.exec(attack.output)
+if (attack.code !== 0) failures.push(`attack: ${attackSummary === null ? `exit ${attack.code ?? attack.signal}` : `${attackSummary[2]} of ${attackSummary[1]} cases differ`}`)
+const attackTable = attack.output.split('\n').filter((line) => line.startsWith('|')).join('\n')
+sections.push(`## The outside attack, replayed
+
+Command: \`${attack.command}\` (exit ${attack.code ?? attack.signal}, ${attack.seconds.toFixed(0)} s): ${attackSummary === null ? 'no summary printed' : `${attackSummary[1]} cases, ${attackSummary[2]} differing`}.
+
+${attackTable}
 `)
 
 const cpuList = cpus()
