@@ -146,4 +146,19 @@ describe('usage and audit', () => {
     assert.ok(created.includes(reader.id) && created.includes(full?.id ?? ''), 'keys made through the service are in the trail')
     assert.ok(events.every((event) => !JSON.stringify(event).includes('ask_')), 'no secret in any event')
   })
+
+  test('a request refused by the rate limit counts under its operation', async (t) => {
+    const server = await startServer(t, { RATE_LIMIT_PER_MINUTE: '2' })
+    const statuses: number[] = []
+    for (let i = 0; i < 3; i++) {
+      const response = await call(server, server.auth.authorization, 'GET', '/pets')
+      await response.arrayBuffer()
+      statuses.push(response.status)
+    }
+    assert.deepEqual(statuses, [200, 200, 429])
+    await server.app.close()
+    const [key] = await server.store.apiKeys.listByAccount((await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0)
+    const counts = Object.fromEntries((await server.store.keyUsage.forKey(key?.id ?? '', new Date(Date.now() - 2 * 3_600_000))).map((row) => [`${row.operation} ${row.outcome}`, row.count]))
+    assert.deepEqual(counts, { 'listPets 2xx': 2, 'listPets 4xx': 1 })
+  })
 })

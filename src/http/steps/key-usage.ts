@@ -12,7 +12,11 @@ export function keyUsage (recorder: UsageRecorder): Step {
     scope: 'api',
     onResponse: function countKeyUse (request, reply, done) {
       const key = request.apiKey
-      if (key !== null) recorder.count(key.keyId, request.operation, reply.statusCode)
+      if (key !== null) {
+        // A request refused before the operation was named (over the rate limit) still belongs to its route's operation.
+        const operation = request.operation !== 'other' || request.is404 ? request.operation : (request.routeOptions.schema?.operationId ?? 'other')
+        recorder.count(key.keyId, operation, reply.statusCode)
+      }
       done()
     }
   }
