@@ -8,23 +8,10 @@ import { generateApiKey, MAX_LIVE_KEYS, newKeyId } from '../../src/core/api-keys
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import { tempDir } from '../helpers/build-app.js'
 import { launchServer } from '../helpers/server-process.js'
-import { CLI_PATH, cliEnv, runCli, type CliResult } from '../helpers/spawn-cli.js'
+import { CLI_PATH, cliEnv, runCli, type CliResult, type KeyJson } from '../helpers/spawn-cli.js'
 
 const KEY_PATTERN = /^ask_[0-9A-Za-z]{38}$/
 const STACK_FRAME = /\n\s+at /
-
-interface KeyJson {
-  id: string
-  label: string | null
-  prefix: string
-  createdAt: string
-  lastUsedAt: string | null
-  revokedAt: string | null
-  scopes: string[]
-  expiresAt: string | null
-  rolledTo: string | null
-  state: string
-}
 
 function show (result: CliResult): string {
   return `exit ${result.code}\n--- stdout\n${result.stdout}--- stderr\n${result.stderr}`

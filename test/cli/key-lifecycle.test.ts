@@ -9,7 +9,7 @@ import type { Store, UsageCount } from '../../src/storage/store.js'
 import { tempDir } from '../helpers/build-app.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 import { launchServer } from '../helpers/server-process.js'
-import { cliEnv, runCli, type CliResult } from '../helpers/spawn-cli.js'
+import { cliEnv, runCli, type CliResult, type KeyJson } from '../helpers/spawn-cli.js'
 
 const KEY_PATTERN = /^ask_[0-9A-Za-z]{38}$/
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
@@ -17,19 +17,6 @@ const STACK_FRAME = /\n\s+at /
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
 const EMAIL = 'ops@example.com'
-
-interface KeyJson {
-  id: string
-  label: string | null
-  prefix: string
-  createdAt: string
-  lastUsedAt: string | null
-  revokedAt: string | null
-  scopes: string[]
-  expiresAt: string | null
-  rolledTo: string | null
-  state: 'live' | 'revoked' | 'expired'
-}
 
 interface Totals { '2xx': number, '4xx': number, '5xx': number, total: number }
 interface UsageJson {

@@ -5,6 +5,20 @@ import { join } from 'node:path'
 /** The built bin, run as `node dist/cli/main.js` exactly as npm's bin link runs it. */
 export const CLI_PATH = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js')
 
+/** One key as `animal-store keys list --json` prints it. */
+export interface KeyJson {
+  id: string
+  label: string | null
+  prefix: string
+  createdAt: string
+  lastUsedAt: string | null
+  revokedAt: string | null
+  scopes: string[]
+  expiresAt: string | null
+  rolledTo: string | null
+  state: 'live' | 'revoked' | 'expired'
+}
+
 export interface CliResult {
   code: number | null
   stdout: string
