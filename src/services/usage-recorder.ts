@@ -45,15 +45,21 @@ export class UsageRecorder {
       if (byKey === undefined) this.pending.set(hour, byKey = new Map())
       this.current = byKey
     }
-    let byOperation = this.current.get(keyId)
-    if (byOperation === undefined) this.current.set(keyId, byOperation = new Map())
+    const counts = this.slot(this.current, keyId, operation)
+    if (counts !== undefined) counts[outcomeIndex(statusCode)]++
+  }
+
+  /** The counts of (key, operation) in one hour's map, made when new unless MAX_PENDING_ROWS are waiting already. */
+  private slot (byKey: Map<string, Map<string, [number, number, number]>>, keyId: string, operation: string): [number, number, number] | undefined {
+    let byOperation = byKey.get(keyId)
+    if (byOperation === undefined) byKey.set(keyId, byOperation = new Map())
     let counts = byOperation.get(operation)
     if (counts === undefined) {
-      if (this.pendingRows >= MAX_PENDING_ROWS) return
+      if (this.pendingRows >= MAX_PENDING_ROWS) return undefined
       byOperation.set(operation, counts = [0, 0, 0])
       this.pendingRows++
     }
-    counts[outcomeIndex(statusCode)]++
+    return counts
   }
 
   /** Adds what was counted to the database; on failure the counts wait for the next flush. */
@@ -99,15 +105,8 @@ export class UsageRecorder {
   private restore ({ keyId, hour, operation, outcome, count }: UsageCount): void {
     let byKey = this.pending.get(hour.getTime())
     if (byKey === undefined) this.pending.set(hour.getTime(), byKey = new Map())
-    let byOperation = byKey.get(keyId)
-    if (byOperation === undefined) byKey.set(keyId, byOperation = new Map())
-    let counts = byOperation.get(operation)
-    if (counts === undefined) {
-      if (this.pendingRows >= MAX_PENDING_ROWS) return
-      byOperation.set(operation, counts = [0, 0, 0])
-      this.pendingRows++
-    }
-    counts[OUTCOMES.indexOf(outcome) as 0 | 1 | 2] += count
+    const counts = this.slot(byKey, keyId, operation)
+    if (counts !== undefined) counts[OUTCOMES.indexOf(outcome) as 0 | 1 | 2] += count
   }
 
   async close (): Promise<void> {

@@ -389,14 +389,14 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
       listByAccount: async (accountId) =>
         (await query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE account_id = $1 ORDER BY created_at, id`, [accountId])).map(toApiKey),
       pageByAccount: async (accountId, { live, limit, offset }) => {
-        const condition = live ? liveKeySql('$4') : `NOT ${liveKeySql('$4')}`
+        const condition = (now: string): string => (live ? liveKeySql(now) : `NOT ${liveKeySql(now)}`)
         const order = live ? 'created_at, id' : 'LEAST(revoked_at, expires_at) DESC, id'
         const now = Date.now()
         const rows = await query<ApiKeyDbRow & { total: number }>(
-          `SELECT ${API_KEY_COLUMNS}, count(*) OVER ()::int AS total FROM api_keys WHERE account_id = $1 AND ${condition} ORDER BY ${order} LIMIT $2 OFFSET $3`,
+          `SELECT ${API_KEY_COLUMNS}, count(*) OVER ()::int AS total FROM api_keys WHERE account_id = $1 AND ${condition('$4')} ORDER BY ${order} LIMIT $2 OFFSET $3`,
           [accountId, limit, offset, now])
         // A page past the end has no row to carry the total.
-        const total = rows[0]?.total ?? Number((await query<{ total: string }>(`SELECT count(*) AS total FROM api_keys WHERE account_id = $1 AND ${condition.replace('$4', '$2')}`, [accountId, now]))[0]?.total ?? 0)
+        const total = rows[0]?.total ?? Number((await query<{ total: string }>(`SELECT count(*) AS total FROM api_keys WHERE account_id = $1 AND ${condition('$2')}`, [accountId, now]))[0]?.total ?? 0)
         return { rows: rows.map(toApiKey), total }
       },
       revoke: async (id) => transaction(async (client): Promise<RevokeResult> => {
