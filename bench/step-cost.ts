@@ -4,7 +4,8 @@
  * core 1, so that whatever else the host does slows both alike. Each gets about half the core, and
  * the ratio of their rates is the inverse ratio of what a request costs each. `npm run bench` runs it
  * for the key lifecycle's steps; `npm run bench:steps` runs it alone and writes
- * bench/results/<date>-step-cost.md. Environment: BENCH_STEP_ROUNDS (8), BENCH_STEP_DURATION (4s).
+ * bench/results/<date>-step-cost.md. bench/protection-cost.ts measures the same way what each protection
+ * an operator turns on costs. Environment: BENCH_STEP_ROUNDS (8), BENCH_STEP_DURATION (4s).
  */
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -33,34 +34,43 @@ async function wrkOn (url: string, key: string, duration: string): Promise<numbe
   return parseWrk(stdout).rps
 }
 
+/** One side of a side-by-side measurement: a build of the CLI, and the settings it runs with beyond the bare ones. */
+export interface Side { cli: string, env?: Record<string, string> }
+
 /**
- * Both CLIs serve the SQLite file at once, pinned to core 0; returns the cost of the steps the second
- * lacks. Two processes of one build differ by a few percent from start to start (their memory
- * layouts and compiled code differ), so every round starts a fresh pair, in alternating order, and
- * the figure is the median over the rounds.
+ * Both sides serve the SQLite file at once, pinned to core 0, at LOG_LEVEL=warn unless their
+ * settings say otherwise; returns how much more a request costs the first side than the second.
+ * Two processes of one build differ by a few percent from start to start (their memory layouts
+ * and compiled code differ), so every round starts a fresh pair, in alternating order, and the
+ * figure is the median over the rounds.
  */
-export async function stepCost (options: { withSteps: string, withoutSteps: string, sqlitePath: string, key: string }): Promise<StepCost> {
-  const serve = (cli: string) => (port: number) =>
-    ({ argv: ['node', ...SERVICE_NODE_FLAGS, cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } })
+export async function sideBySideCost (options: { measured: Side, baseline: Side, sqlitePath: string, key: string, rounds?: number }): Promise<StepCost> {
+  const serve = ({ cli, env = {} }: Side) => (port: number) =>
+    ({ argv: ['node', ...SERVICE_NODE_FLAGS, cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env, PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } })
   const rounds: Record<StepCostWorkload, number[]> = { list: [], get: [] }
-  for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? [options.withSteps, options.withoutSteps] : [options.withoutSteps, options.withSteps]
-    const started = [await startContender(serve(order[0] as string), true), await startContender(serve(order[1] as string), true)]
-    const [withSteps, withoutSteps] = (round % 2 === 0 ? started : [started[1], started[0]]) as [Started, Started]
+  for (let round = 0; round < (options.rounds ?? ROUNDS); round++) {
+    const order = round % 2 === 0 ? [options.measured, options.baseline] : [options.baseline, options.measured]
+    const started = [await startContender(serve(order[0] as Side), true), await startContender(serve(order[1] as Side), true)]
+    const [measured, baseline] = (round % 2 === 0 ? started : [started[1], started[0]]) as [Started, Started]
     try {
       for (const server of started) await timeToFirstAnswer(server, STEP_COST_PATHS.list, options.key)
       for (const [workload, path] of Object.entries(STEP_COST_PATHS) as Array<[StepCostWorkload, string]>) {
         const both = async (duration: string): Promise<number[]> =>
-          await Promise.all([withSteps, withoutSteps].map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, duration)))
+          await Promise.all([measured, baseline].map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, duration)))
         await both('1s')
-        const [withRate = NaN, withoutRate = NaN] = await both(DURATION)
-        rounds[workload].push(withoutRate / withRate - 1)
+        const [measuredRate = NaN, baselineRate = NaN] = await both(DURATION)
+        rounds[workload].push(baselineRate / measuredRate - 1)
       }
     } finally {
       for (const server of started) await stopContender(server)
     }
   }
   return { list: { cost: median(rounds.list), rounds: rounds.list }, get: { cost: median(rounds.get), rounds: rounds.get } }
+}
+
+/** What the steps that the second CLI lacks cost: the two builds side by side with the same settings. */
+export async function stepCost (options: { withSteps: string, withoutSteps: string, sqlitePath: string, key: string }): Promise<StepCost> {
+  return await sideBySideCost({ measured: { cli: options.withSteps }, baseline: { cli: options.withoutSteps }, sqlitePath: options.sqlitePath, key: options.key })
 }
 
 export function describeStepCost (cost: StepCost): string[] {

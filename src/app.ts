@@ -3,7 +3,7 @@ import { createServer, METHODS } from 'node:http'
 import type { Ajv } from 'ajv'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Redis } from 'ioredis'
-import { destination, pino, type Logger, type LoggerOptions } from 'pino'
+import { pino, type Logger, type LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 import { createCursorCodec } from './core/cursor.js'
 import { MAX_PATH_SEGMENT_LENGTH, registerErrorHandler, registerNotFoundHandler, sendError, toApiError } from './http/errors.js'
@@ -24,6 +24,7 @@ import { tolerantUrl } from './http/tolerant-url.js'
 import { isUnderPortal, portalRoutes, sendPortalFrameworkError } from './portal/routes.js'
 import { AuditTrail } from './services/audit-trail.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
+import { BatchedLogDestination } from './services/log-destination.js'
 import { hasExpired, KeyVerifier } from './services/key-verifier.js'
 import { Metrics } from './services/metrics.js'
 import { PetCatalog } from './services/pet-catalog.js'
@@ -47,18 +48,12 @@ export function loggerOptions (config: Readonly<Config>): LoggerOptions {
   }
 }
 
-/** Lines gather until this many bytes (about twenty access-log lines) make one write... */
-const LOG_WRITE_BYTES = 4096
-/** ...or this long has passed since the last write, so that a quiet service's lines are not held back. */
-const LOG_FLUSH_MS = 250
-
 /**
- * The service's logger: JSON lines on stdout through pino's asynchronous destination, written in
- * batches: one write per line cost a request more than making the line (a hand-off to libuv's
- * thread pool each). What is still buffered is written out at exit.
+ * The service's logger: JSON lines on stdout through pino's asynchronous destination, handed over
+ * in batches (services/log-destination.ts). What is still gathered is written out at exit.
  */
 export function serviceLogger (config: Readonly<Config>): Logger {
-  return pino(loggerOptions(config), destination({ sync: false, minLength: LOG_WRITE_BYTES, periodicFlush: LOG_FLUSH_MS }))
+  return pino(loggerOptions(config), new BatchedLogDestination())
 }
 
 const REDIS_CONNECT_TIMEOUT_MS = 500

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { pathToFileURL } from 'node:url'
+import { test, type TestContext } from 'node:test'
+import { LOG_BATCH_BYTES } from '../../src/services/log-destination.js'
+
+const PINO = pathToFileURL(createRequire(import.meta.url).resolve('pino')).href
+const DESTINATION = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'services', 'log-destination.ts')).href
+
+/**
+ * Runs `body` in a process of its own whose logger writes through BatchedLogDestination on stdout
+ * (a pipe, as under a supervisor); `log` and `BATCH` are in scope. Resolves with the lines it
+ * printed once it has exited; `onLine` sees each line as it arrives.
+ */
+async function inChild (t: TestContext, body: string, onLine: (line: string, kill: () => void) => void = () => {}): Promise<{ lines: string[], code: number | null, signal: NodeJS.Signals | null }> {
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-log-destination-'))
+  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const script = join(dir, 'child.mts')
+  writeFileSync(script, [
+    `import { pino } from '${PINO}'`,
+    `import { BatchedLogDestination, LOG_BATCH_BYTES as BATCH } from '${DESTINATION}'`,
+    'const log = pino({ base: undefined, timestamp: false }, new BatchedLogDestination())',
+    body
+  ].join('\n'))
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['ignore', 'pipe', 'inherit'] })
+  t.after(() => { child.kill('SIGKILL') })
+  const lines: string[] = []
+  createInterface({ input: child.stdout }).on('line', (line) => { lines.push(line); onLine(line, () => child.kill('SIGKILL')) })
+  return await new Promise((resolve) => child.on('close', (code, signal) => { resolve({ lines, code, signal }) }))
+}
+
+const numbered = (lines: string[]): number[] => lines.map((line) => (JSON.parse(line) as { n: number }).n)
+const upTo = (count: number): number[] => Array.from({ length: count }, (_, index) => index)
+
+test('log lines', { timeout: 60_000 }, async (t) => {
+  await t.test('of a quiet process are written within the flush interval, without waiting for a full batch or for exit', async (t) => {
+    // The child logs one line and idles (exiting by itself after 30 s). The parent kills it outright as soon as the line
+    // arrives: SIGKILL runs no exit hook, so the line came from the periodic hand-over.
+    const { lines, signal } = await inChild(t, "log.info({ n: 0 }, 'alone'); setTimeout(() => process.exit(0), 30_000)", (_line, kill) => { kill() })
+    assert.deepEqual(numbered(lines), [0])
+    assert.equal(signal, 'SIGKILL')
+  })
+
+  await t.test('logged just before process.exit() are all written, in order', async (t) => {
+    const { lines, code } = await inChild(t, 'for (let n = 0; n < 1000; n++) log.info({ n }, "line"); process.exit(3)')
+    assert.equal(code, 3)
+    assert.deepEqual(numbered(lines), upTo(1000))
+  })
+
+  await t.test('still gathered when the process runs out of work are written before it ends', async (t) => {
+    const { lines, code } = await inChild(t, 'for (let n = 0; n < 10; n++) log.info({ n }, "line")')
+    assert.equal(code, 0)
+    assert.deepEqual(numbered(lines), upTo(10))
+  })
+
+  await t.test('filling several batches arrive whole and in order', async (t) => {
+    // Each line is about 1 KB: the 2,000 of them fill about thirty batches.
+    const { lines, code } = await inChild(t, 'for (let n = 0; n < 2000; n++) log.info({ n, pad: "x".repeat(1000) }, "line")')
+    assert.equal(code, 0)
+    assert.ok(2000 * 1000 > 10 * LOG_BATCH_BYTES)
+    assert.deepEqual(numbered(lines), upTo(2000))
+  })
+})
