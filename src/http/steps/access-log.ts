@@ -24,7 +24,8 @@ function redact (_match: string, name: string | undefined): string {
 /**
  * One structured info line per request when it has been answered: request id, the caller's trace,
  * method, URL (secrets redacted), status and milliseconds. Written on the application's logger, whose
- * destination writes asynchronously (main.ts), so a line costs its serialisation and nothing more.
+ * destination gathers lines and writes them in batches (services/log-destination.ts), so a line
+ * costs its serialisation and a push onto an array.
  */
 export function accessLog (): Step {
   return {
