@@ -14,11 +14,10 @@ import { join } from 'node:path'
 import { seededSqlite } from './datasets.js'
 import { BENCH_REDIS_URL, redisAvailable } from './redis.js'
 import { PRODUCTION_ENV } from './report.js'
-import { sideBySideCost, STEP_COST_PATHS, type StepCost, type StepCostWorkload } from './step-cost.js'
+import { DURATION, sideBySideCost, STEP_COST_PATHS, type StepCost, type StepCostWorkload } from './step-cost.js'
 import { machine, root } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_PROTECTION_ROUNDS ?? 6)
-const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
 /** High enough never to refuse the benchmark's one key: the limit is counted on every request all the same. */
 const NEVER_REFUSING_LIMIT = PRODUCTION_ENV.RATE_LIMIT_PER_MINUTE ?? '100000000'
 

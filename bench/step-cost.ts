@@ -19,7 +19,7 @@ import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 
 const run = promisify(execFile)
 const ROUNDS = Number(process.env.BENCH_STEP_ROUNDS ?? 8)
-const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
+export const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
 const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4']
 
 export const STEP_COST_PATHS = { list: '/v1/pets?limit=20', get: '/v1/pets/5' } as const
