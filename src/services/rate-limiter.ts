@@ -83,7 +83,23 @@ export class RateLimiter {
     if (this.shared && this.mustWait(state)) {
       // Read back at the next reconciliation even with nothing of its own to add.
       state.touched = true
-      return this.afterReconciling().then(() => this.admit(this.windowOf(key, Date.now()), Date.now()))
+      return this.afterReconciling().then(() => this.takeAfterWaiting(key))
+    }
+    return this.admit(state, now)
+  }
+
+  /**
+   * A request that has waited for a reconciliation is decided now, unless the requests released
+   * with it have already put this instance `slack` requests ahead of the shared count again: then
+   * it waits for the next one. Admitting every waiter at once let each instance run up to the limit
+   * on the count it had just read, and all of them together past limit + instances × slack.
+   */
+  private takeAfterWaiting (key: string): Admission | Promise<Admission> {
+    const now = Date.now()
+    const state = this.windowOf(key, now)
+    if (this.shared && state.pending >= this.slack && state.shared + state.pending < this.limit) {
+      state.touched = true
+      return this.afterReconciling().then(() => this.takeAfterWaiting(key))
     }
     return this.admit(state, now)
   }
