@@ -49,8 +49,8 @@ export function loggerOptions (config: Readonly<Config>): LoggerOptions {
 }
 
 /**
- * The service's logger: JSON lines on stdout through pino's asynchronous destination, handed over
- * in batches (services/log-destination.ts). What is still gathered is written out at exit.
+ * The service's logger: JSON lines on stdout, written in batches on the event loop without waiting
+ * for the reader (services/log-destination.ts). What is still gathered is written out at exit.
  */
 export function serviceLogger (config: Readonly<Config>): Logger {
   return pino(loggerOptions(config), new BatchedLogDestination())

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -7,14 +8,14 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { pathToFileURL } from 'node:url'
 import { test, type TestContext } from 'node:test'
-import { LOG_BATCH_BYTES } from '../../src/services/log-destination.js'
+import { LOG_BACKLOG_BYTES, LOG_BATCH_BYTES } from '../../src/services/log-destination.js'
 
 const PINO = pathToFileURL(createRequire(import.meta.url).resolve('pino')).href
 const DESTINATION = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'services', 'log-destination.ts')).href
 
 /**
  * Runs `body` in a process of its own whose logger writes through BatchedLogDestination on stdout
- * (a pipe, as under a supervisor); `log` and `BATCH` are in scope. Resolves with the lines it
+ * (a pipe, as under a supervisor); `log`, `BATCH` and `BACKLOG` are in scope. Resolves with the lines it
  * printed once it has exited; `onLine` sees each line as it arrives.
  */
 async function inChild (t: TestContext, body: string, onLine: (line: string, kill: () => void) => void = () => {}): Promise<{ lines: string[], code: number | null, signal: NodeJS.Signals | null }> {
@@ -23,7 +24,7 @@ async function inChild (t: TestContext, body: string, onLine: (line: string, kil
   const script = join(dir, 'child.mts')
   writeFileSync(script, [
     `import { pino } from '${PINO}'`,
-    `import { BatchedLogDestination, LOG_BATCH_BYTES as BATCH } from '${DESTINATION}'`,
+    `import { BatchedLogDestination, LOG_BATCH_BYTES as BATCH, LOG_BACKLOG_BYTES as BACKLOG } from '${DESTINATION}'`,
     'const log = pino({ base: undefined, timestamp: false }, new BatchedLogDestination())',
     body
   ].join('\n'))
@@ -46,8 +47,15 @@ test('log lines', { timeout: 60_000 }, async (t) => {
     assert.equal(signal, 'SIGKILL')
   })
 
-  await t.test('logged just before process.exit() are all written, in order', async (t) => {
-    const { lines, code } = await inChild(t, 'for (let n = 0; n < 1000; n++) log.info({ n }, "line"); process.exit(3)')
+  await t.test('logged just before process.exit() are all written, in order, even while the thread pool is busy', async (t) => {
+    // Four key derivations keep all four of libuv's threads busy for a while: a destination that wrote in that pool
+    // would still hold the first batch when process.exit() writes the last one, and lose it or write it last.
+    const { lines, code } = await inChild(t, [
+      "const { pbkdf2 } = await import('node:crypto')",
+      "for (let i = 0; i < 4; i++) pbkdf2('secret', 'salt', 1_000_000, 32, 'sha256', () => {})",
+      'for (let n = 0; n < 1000; n++) log.info({ n }, "line")',
+      'process.exit(3)'
+    ].join('\n'))
     assert.equal(code, 3)
     assert.deepEqual(numbered(lines), upTo(1000))
   })
@@ -65,4 +73,37 @@ test('log lines', { timeout: 60_000 }, async (t) => {
     assert.ok(2000 * 1000 > 10 * LOG_BATCH_BYTES)
     assert.deepEqual(numbered(lines), upTo(2000))
   })
+})
+
+test('a reader that stops reading the log holds no request back, and holds at most the backlog in memory', { timeout: 60_000 }, async (t) => {
+  // Nobody reads the child's stdout: the pipe fills after 64 KB. The child logs about twice the backlog in 1 KB lines,
+  // then counts the turns its event loop still makes. A destination that waited for the pipe would make none.
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-log-destination-'))
+  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const script = join(dir, 'child.mts')
+  writeFileSync(script, [
+    `import { pino } from '${PINO}'`,
+    `import { BatchedLogDestination, LOG_BACKLOG_BYTES as BACKLOG } from '${DESTINATION}'`,
+    "import { writeSync } from 'node:fs'",
+    'const log = pino({ base: undefined, timestamp: false }, new BatchedLogDestination())',
+    'let n = 0',
+    'const pad = "x".repeat(1000)',
+    'const more = () => { for (let i = 0; i < 1000; i++) log.info({ n: n++, pad }, "line"); if (n * 1000 < 2 * BACKLOG) setImmediate(more); else turns() }',
+    'let turn = 0',
+    "const turns = () => { if (++turn < 100) setTimeout(turns, 1); else { writeSync(2, 'turned ' + turn + ' times; queued ' + process.stdout.writableLength + '\\n'); process.exit(0) } }",
+    'more()'
+  ].join('\n'))
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['ignore', 'pipe', 'pipe'] })
+  t.after(() => { child.kill('SIGKILL') })
+  child.stdout.pause()
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const [code] = await once(child, 'exit') as [number | null]
+  child.stdout.destroy()
+  assert.equal(code, 0, stderr)
+  assert.match(stderr, /log lines dropped: standard output has taken none of the last \d+ bytes\n/)
+  assert.equal(stderr.match(/log lines dropped/g)?.length, 1, 'said once while dropping')
+  const [, turns, queued] = /turned (\d+) times; queued (\d+)/.exec(stderr) ?? []
+  assert.equal(Number(turns), 100)
+  assert.ok(Number(queued) <= LOG_BACKLOG_BYTES + LOG_BATCH_BYTES + 2000, `${queued} bytes queued after logging ${2 * LOG_BACKLOG_BYTES} bytes that nobody read`)
 })
