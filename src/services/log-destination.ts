@@ -3,11 +3,14 @@ import type { Writable } from 'node:stream'
 import type { DestinationStream } from 'pino'
 
 /**
- * Lines gather until this many bytes (about 80 access-log lines) make one write... Larger batches
- * cost a request less, but keep lines in the heap long enough to be promoted out of the young
- * generation: with 64 KB the peak RSS under load grew by 40 MB.
+ * Lines gather until one more would make the batch longer than this (about 20 access-log lines)...
+ * It is PIPE_BUF: a pipe takes a write of at most this many bytes whole or not at all, so processes
+ * that share one standard output (the workers of a cluster) never write into each other's lines,
+ * even while the reader lags. Lines are counted in characters, which are bytes for the ASCII that
+ * access-log lines are made of. Larger batches would also keep lines in the heap long enough to be
+ * promoted out of the young generation: with 64 KB the peak RSS under load grew by 40 MB.
  */
-export const LOG_BATCH_BYTES = 16 * 1024
+export const LOG_BATCH_BYTES = 4096
 /** ...or until this long has passed, so that a quiet service's lines are not held back. */
 export const LOG_FLUSH_MS = 250
 /**
@@ -23,28 +26,40 @@ export type LogOutput = Writable & { fd?: number }
  * Where the service's logger writes: the process's own standard output, handed whole batches of lines.
  *
  * - On a pipe or a socket (a supervisor, a container runtime, journald), Node's stream writes what
- *   the kernel accepts at once, on the event loop, without blocking; what a slow reader leaves is
- *   queued and written as the reader catches up. On a file, a write is a copy into the page cache.
- *   Either way no request waits for the log, and no other thread is woken.
+ *   the kernel accepts at once, on the event loop, without blocking. On a file, a write is a copy
+ *   into the page cache. Either way no request waits for the log, and no other thread is woken.
+ * - One batch at a time is given to the output, the next once it has taken the last. Batches
+ *   given while one is pending would be joined into one write (the stream's writev), longer than
+ *   PIPE_BUF, which a full pipe takes in part. Batches that a slow reader leaves wait here.
  * - pino's asynchronous destination (sonic-boom with `sync: false`) was the first choice. It writes
- *   in libuv's thread pool, which cost a tenth of a cached read in thread hand-offs, and a batch
- *   still in that pool when process.exit() runs is written after the lines written synchronously
- *   at exit, or not at all. Here nothing is in flight that the exit hook cannot see.
- * - sonic-boom's own batching (`minLength`) measured the whole growing string again for every
- *   line: a fifth of a cached read (docs/performance.md, "What each protection costs"). Here a line
- *   costs a push onto an array, and the batch is joined once.
+ *   in libuv's thread pool, and a batch still in that pool when process.exit() runs is written
+ *   after the lines written synchronously at exit, or not at all. Its own batching (`minLength`)
+ *   also measured the whole growing string again for every line: a fifth of a cached read
+ *   (docs/performance.md, "What each protection costs"). Here a line costs a push onto an array.
  *
- * Nothing gathered is lost at exit: a natural exit hands the last batch over before the loop ends,
- * and process.exit() writes it synchronously.
+ * Nothing gathered is lost at exit: a natural exit hands the last batch over and the loop runs
+ * until it is written, and process.exit() writes what waits here synchronously.
  */
 export class BatchedLogDestination implements DestinationStream {
   private lines: string[] = []
   private bytes = 0
+  /** Batches handed over while the output had not yet taken the one before, oldest first. */
+  private waiting: string[] = []
+  private waitingBytes = 0
+  private writing = false
   private dropping = false
+  private flushed: Array<(error?: Error | null) => void> = []
   private readonly handOverNow = (): void => { this.handOver() }
+  private readonly taken = (): void => {
+    this.writing = false
+    this.writeNext()
+  }
+
   private readonly writeOutAtExit = (): void => {
-    const batch = this.take()
-    if (batch !== undefined && this.out.fd !== undefined) writeAll(this.out.fd, batch)
+    const rest = this.take()
+    if (rest !== undefined) this.waiting.push(rest)
+    if (this.out.fd !== undefined) writeAll(this.out.fd, this.waiting.join(''))
+    this.waiting = []
   }
 
   constructor (private readonly out: LogOutput = process.stdout) {
@@ -54,27 +69,48 @@ export class BatchedLogDestination implements DestinationStream {
   }
 
   write (line: string): void {
+    if (this.bytes + line.length > LOG_BATCH_BYTES) this.handOver()
     this.lines.push(line)
     this.bytes += line.length
-    if (this.bytes >= LOG_BATCH_BYTES) this.handOver()
   }
 
   /** logger.flush(): what is gathered goes to the output, and the callback runs once the output has taken it. */
   flush (callback?: (error?: Error | null) => void): void {
     this.handOver()
-    this.out.write('', callback)
+    if (callback === undefined) return
+    if (this.writing) this.flushed.push(callback)
+    else process.nextTick(callback)
   }
 
   private handOver (): void {
     const batch = this.take()
     if (batch === undefined) return
-    if (this.out.writableLength > LOG_BACKLOG_BYTES) {
+    if (!this.writing) {
+      this.writing = true
+      this.out.write(batch, this.taken)
+      return
+    }
+    if (this.waitingBytes + batch.length > LOG_BACKLOG_BYTES) {
       if (!this.dropping) process.stderr.write(`log lines dropped: standard output has taken none of the last ${LOG_BACKLOG_BYTES} bytes\n`)
       this.dropping = true
       return
     }
     this.dropping = false
-    this.out.write(batch)
+    this.waiting.push(batch)
+    this.waitingBytes += batch.length
+  }
+
+  private writeNext (): void {
+    const batch = this.waiting.shift()
+    if (batch === undefined) {
+      const flushed = this.flushed
+      this.flushed = []
+      for (const callback of flushed) callback()
+      return
+    }
+    this.waitingBytes -= batch.length
+    this.writing = true
+    this.out.write(batch, this.taken)
   }
 
   private take (): string | undefined {
