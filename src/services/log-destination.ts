@@ -18,6 +18,8 @@ export const LOG_FLUSH_MS = 250
  * than growing the heap until the process dies. Standard error says when lines start to be dropped.
  */
 export const LOG_BACKLOG_BYTES = 16 * 1024 * 1024
+/** How long the exit hook waits, in all, for a full pipe to take the last batches. */
+const EXIT_WRITE_PATIENCE_MS = 1000
 
 /** Where the lines go: process.stdout, or any stream over a file descriptor. */
 export type LogOutput = Writable & { fd?: number }
@@ -48,6 +50,8 @@ export class BatchedLogDestination implements DestinationStream {
   private waitingBytes = 0
   private writing = false
   private dropping = false
+  /** The output failed (its reader has gone: EPIPE): lines are dropped from then on, as pino does. */
+  private closed = false
   private flushed: Array<(error?: Error | null) => void> = []
   private readonly handOverNow = (): void => { this.handOver() }
   private readonly taken = (): void => {
@@ -58,11 +62,28 @@ export class BatchedLogDestination implements DestinationStream {
   private readonly writeOutAtExit = (): void => {
     const rest = this.take()
     if (rest !== undefined) this.waiting.push(rest)
-    if (this.out.fd !== undefined) writeAll(this.out.fd, this.waiting.join(''))
+    const fd = this.out.fd
+    // Batch by batch, so that each stays one write a pipe takes whole.
+    const deadline = Date.now() + EXIT_WRITE_PATIENCE_MS
+    if (fd !== undefined && !this.closed) for (const batch of this.waiting) if (!writeAll(fd, batch, deadline)) break
     this.waiting = []
   }
 
+  private readonly fail = (error: Error): void => {
+    if (this.closed) return
+    this.closed = true
+    this.waiting = []
+    this.waitingBytes = 0
+    try {
+      writeSync(2, `log lines dropped from now on: standard output failed (${error.message})\n`)
+    } catch {
+      // Standard error has gone too: there is nobody left to tell.
+    }
+  }
+
   constructor (private readonly out: LogOutput = process.stdout) {
+    // Without a listener, a reader that goes away (EPIPE) would end the process.
+    out.on('error', this.fail)
     setInterval(this.handOverNow, LOG_FLUSH_MS).unref()
     process.on('beforeExit', this.handOverNow)
     process.on('exit', this.writeOutAtExit)
@@ -84,7 +105,7 @@ export class BatchedLogDestination implements DestinationStream {
 
   private handOver (): void {
     const batch = this.take()
-    if (batch === undefined) return
+    if (batch === undefined || this.closed) return
     if (!this.writing) {
       this.writing = true
       this.out.write(batch, this.taken)
@@ -102,7 +123,7 @@ export class BatchedLogDestination implements DestinationStream {
 
   private writeNext (): void {
     const batch = this.waiting.shift()
-    if (batch === undefined) {
+    if (batch === undefined || this.closed) {
       const flushed = this.flushed
       this.flushed = []
       for (const callback of flushed) callback()
@@ -122,23 +143,21 @@ export class BatchedLogDestination implements DestinationStream {
   }
 }
 
-/** How long the exit hook waits, in all, for a full pipe to take the last batch. */
-const EXIT_WRITE_PATIENCE_MS = 1000
-
 /**
  * Writes `text` whole, from an exit hook: a pipe Node has made non-blocking refuses (EAGAIN) while
- * it is full, so the hook waits a millisecond and tries again, for at most EXIT_WRITE_PATIENCE_MS.
+ * it is full, so the hook waits a millisecond and tries again, until `deadline` (Date.now()).
+ * False when the reader has gone, or has not read before the deadline.
  */
-function writeAll (fd: number, text: string): void {
+function writeAll (fd: number, text: string, deadline: number): boolean {
   let rest = Buffer.from(text)
   const sleeper = new Int32Array(new SharedArrayBuffer(4))
-  let patience = EXIT_WRITE_PATIENCE_MS
   while (rest.length > 0) {
     try {
       rest = rest.subarray(writeSync(fd, rest))
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || patience-- <= 0) return // the reader has gone, or stopped reading
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() >= deadline) return false
       Atomics.wait(sleeper, 0, 0, 1)
     }
   }
+  return true
 }

@@ -152,3 +152,34 @@ test('processes sharing one standard output, as the workers of a cluster do, nev
     assert.deepEqual(lines.map((line) => JSON.parse(line) as { who: string, n: number }).filter((line) => line.who === who).map(({ n }) => n), upTo(4000), who)
   }
 })
+
+test('a reader that goes away costs the lines that follow, never the process', { timeout: 60_000 }, async (t) => {
+  // The parent reads the child's first line and closes its end of the pipe; the child goes on logging, so its next
+  // write fails with EPIPE. Unhandled, that error would end the child.
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-log-destination-'))
+  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const script = join(dir, 'child.mts')
+  writeFileSync(script, [
+    `import { pino } from '${PINO}'`,
+    `import { BatchedLogDestination } from '${DESTINATION}'`,
+    "import { writeSync } from 'node:fs'",
+    'const log = pino({ base: undefined, timestamp: false }, new BatchedLogDestination())',
+    'log.info({ n: 0 }, "first"); log.flush()',
+    "process.stdin.once('data', () => {",
+    '  let n = 1',
+    "  const more = () => { for (let i = 0; i < 100; i++) log.info({ n: n++ }, 'line'); if (n < 20_000) setTimeout(more, 1); else { writeSync(2, 'still here\\n'); process.exit(0) } }",
+    '  more()',
+    '})'
+  ].join('\n'))
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['pipe', 'pipe', 'pipe'] })
+  t.after(() => { child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const [first] = await once(createInterface({ input: child.stdout }), 'line') as [string]
+  assert.deepEqual(numbered([first]), [0])
+  child.stdout.destroy()
+  child.stdin.end('go on\n')
+  const [code] = await once(child, 'exit') as [number | null]
+  assert.equal(code, 0, stderr)
+  assert.match(stderr, /^log lines dropped from now on: standard output failed \(write EPIPE\)\nstill here\n$/)
+})
