@@ -13,22 +13,33 @@ import { LOG_BACKLOG_BYTES, LOG_BATCH_BYTES } from '../../src/services/log-desti
 const PINO = pathToFileURL(createRequire(import.meta.url).resolve('pino')).href
 const DESTINATION = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'services', 'log-destination.ts')).href
 
+const ROOT = join(import.meta.dirname, '..', '..')
+
 /**
- * Runs `body` in a process of its own whose logger writes through BatchedLogDestination on stdout
- * (a pipe, as under a supervisor); `log`, `BATCH` and `BACKLOG` are in scope. Resolves with the lines it
- * printed once it has exited; `onLine` sees each line as it arrives.
+ * Writes a script whose logger writes through BatchedLogDestination on stdout, then runs `body`
+ * (lines of code); `log`, `BATCH`, `BACKLOG` and `writeSync` are in scope. Returns its path, for
+ * `node --import tsx` with the repository as working directory.
  */
-async function inChild (t: TestContext, body: string, onLine: (line: string, kill: () => void) => void = () => {}): Promise<{ lines: string[], code: number | null, signal: NodeJS.Signals | null }> {
+function childScript (t: TestContext, body: string[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-log-destination-'))
   t.after(() => { rmSync(dir, { recursive: true, force: true }) })
   const script = join(dir, 'child.mts')
   writeFileSync(script, [
     `import { pino } from '${PINO}'`,
     `import { BatchedLogDestination, LOG_BATCH_BYTES as BATCH, LOG_BACKLOG_BYTES as BACKLOG } from '${DESTINATION}'`,
+    "import { writeSync } from 'node:fs'",
     'const log = pino({ base: undefined, timestamp: false }, new BatchedLogDestination())',
-    body
+    ...body
   ].join('\n'))
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['ignore', 'pipe', 'inherit'] })
+  return script
+}
+
+/**
+ * Runs `body` in a process of its own (childScript) whose stdout is a pipe, as under a supervisor.
+ * Resolves with the lines it printed once it has exited; `onLine` sees each line as it arrives.
+ */
+async function inChild (t: TestContext, body: string, onLine: (line: string, kill: () => void) => void = () => {}): Promise<{ lines: string[], code: number | null, signal: NodeJS.Signals | null }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', childScript(t, [body])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
   t.after(() => { child.kill('SIGKILL') })
   const lines: string[] = []
   createInterface({ input: child.stdout }).on('line', (line) => { lines.push(line); onLine(line, () => child.kill('SIGKILL')) })
@@ -78,14 +89,7 @@ test('log lines', { timeout: 60_000 }, async (t) => {
 test('a reader that stops reading the log holds no request back, and holds at most the backlog in memory', { timeout: 60_000 }, async (t) => {
   // Nobody reads the child's stdout: the pipe fills after 64 KB. The child logs about twice the backlog in 1 KB lines,
   // then counts the turns its event loop still makes. A destination that waited for the pipe would make none.
-  const dir = mkdtempSync(join(tmpdir(), 'animal-store-log-destination-'))
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  const script = join(dir, 'child.mts')
-  writeFileSync(script, [
-    `import { pino } from '${PINO}'`,
-    `import { BatchedLogDestination, LOG_BACKLOG_BYTES as BACKLOG } from '${DESTINATION}'`,
-    "import { writeSync } from 'node:fs'",
-    'const log = pino({ base: undefined, timestamp: false }, new BatchedLogDestination())',
+  const script = childScript(t, [
     'let n = 0',
     'const pad = "x".repeat(1000)',
     'const more = () => { for (let i = 0; i < 1000; i++) log.info({ n: n++, pad }, "line"); if (n * 1000 < 2 * BACKLOG) setImmediate(more); else turns() }',
@@ -94,8 +98,8 @@ test('a reader that stops reading the log holds no request back, and holds at mo
     'globalThis.gc()',
     'const before = process.memoryUsage().heapUsed',
     'more()'
-  ].join('\n'))
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['ignore', 'pipe', 'pipe'] })
+  ])
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
   t.after(() => { child.kill('SIGKILL') })
   child.stdout.pause()
   let stderr = ''
@@ -116,21 +120,14 @@ test('processes sharing one standard output, as the workers of a cluster do, nev
   // nothing until both have logged everything, so the pipe is full and each process's writes are taken piecemeal.
   // A write of more than PIPE_BUF (4,096) bytes that a full pipe takes in part lets the other process write in between,
   // in the middle of a line.
-  const dir = mkdtempSync(join(tmpdir(), 'animal-store-log-destination-'))
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  const script = join(dir, 'child.mts')
-  writeFileSync(script, [
-    `import { pino } from '${PINO}'`,
-    `import { BatchedLogDestination } from '${DESTINATION}'`,
-    "import { writeSync } from 'node:fs'",
-    'const log = pino({ base: undefined, timestamp: false }, new BatchedLogDestination())',
+  const script = childScript(t, [
     'const who = process.argv[2]',
     'const pad = who.repeat(250)',
     'for (let n = 0; n < 4000; n++) log.info({ who, n, pad }, "line")',
     "writeSync(2, 'logged\\n')"
-  ].join('\n'))
+  ])
   const node = `'${process.execPath}' --import tsx '${script}'`
-  const shell = spawn('sh', ['-c', `${node} a & ${node} b & wait`], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['ignore', 'pipe', 'pipe'] })
+  const shell = spawn('sh', ['-c', `${node} a & ${node} b & wait`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
   t.after(() => { shell.kill('SIGKILL') })
   let logged = 0
   let stderr = ''
@@ -156,22 +153,15 @@ test('processes sharing one standard output, as the workers of a cluster do, nev
 test('a reader that goes away costs the lines that follow, never the process', { timeout: 60_000 }, async (t) => {
   // The parent reads the child's first line and closes its end of the pipe; the child goes on logging, so its next
   // write fails with EPIPE. Unhandled, that error would end the child.
-  const dir = mkdtempSync(join(tmpdir(), 'animal-store-log-destination-'))
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  const script = join(dir, 'child.mts')
-  writeFileSync(script, [
-    `import { pino } from '${PINO}'`,
-    `import { BatchedLogDestination } from '${DESTINATION}'`,
-    "import { writeSync } from 'node:fs'",
-    'const log = pino({ base: undefined, timestamp: false }, new BatchedLogDestination())',
+  const script = childScript(t, [
     'log.info({ n: 0 }, "first"); log.flush()',
     "process.stdin.once('data', () => {",
     '  let n = 1',
     "  const more = () => { for (let i = 0; i < 100; i++) log.info({ n: n++ }, 'line'); if (n < 20_000) setTimeout(more, 1); else { writeSync(2, 'still here\\n'); process.exit(0) } }",
     '  more()',
     '})'
-  ].join('\n'))
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: join(import.meta.dirname, '..', '..'), stdio: ['pipe', 'pipe', 'pipe'] })
+  ])
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
   t.after(() => { child.kill('SIGKILL') })
   let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
