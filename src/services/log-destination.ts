@@ -15,7 +15,9 @@ export const LOG_BATCH_BYTES = 4096
 export const LOG_FLUSH_MS = 250
 /**
  * Batches waiting for a reader that does not keep up are dropped beyond this many bytes, rather
- * than growing the heap until the process dies. Standard error says when lines start to be dropped.
+ * than growing the heap until the process dies. Once the backlog is full, every batch is dropped
+ * until the output has taken all that waited. Standard error says when lines start to be dropped,
+ * and how many bytes were lost once they are written again: one pair of lines per episode.
  */
 export const LOG_BACKLOG_BYTES = 16 * 1024 * 1024
 /** How long the exit hook waits, in all, for a full pipe to take the last batches. */
@@ -49,7 +51,8 @@ export class BatchedLogDestination implements DestinationStream {
   private waiting: string[] = []
   private waitingBytes = 0
   private writing = false
-  private dropping = false
+  /** Bytes dropped since the backlog was last full; 0 while nothing is being dropped. */
+  private dropped = 0
   /** The output failed (its reader has gone: EPIPE): lines are dropped from then on, as pino does. */
   private closed = false
   private flushed: Array<(error?: Error | null) => void> = []
@@ -111,12 +114,13 @@ export class BatchedLogDestination implements DestinationStream {
       this.out.write(batch, this.taken)
       return
     }
-    if (this.waitingBytes + batch.length > LOG_BACKLOG_BYTES) {
-      if (!this.dropping) process.stderr.write(`log lines dropped: standard output has taken none of the last ${LOG_BACKLOG_BYTES} bytes\n`)
-      this.dropping = true
+    // Dropping goes on until the backlog is empty: letting a batch in whenever one leaves would
+    // scatter gaps through the log, and say so on stderr once for every gap.
+    if (this.dropped > 0 || this.waitingBytes + batch.length > LOG_BACKLOG_BYTES) {
+      if (this.dropped === 0) process.stderr.write(`log lines dropped: standard output has taken none of the last ${LOG_BACKLOG_BYTES} bytes\n`)
+      this.dropped += batch.length
       return
     }
-    this.dropping = false
     this.waiting.push(batch)
     this.waitingBytes += batch.length
   }
@@ -124,6 +128,8 @@ export class BatchedLogDestination implements DestinationStream {
   private writeNext (): void {
     const batch = this.waiting.shift()
     if (batch === undefined || this.closed) {
+      if (this.dropped > 0 && !this.closed) process.stderr.write(`log lines written again: ${this.dropped} bytes of lines were dropped while standard output lagged\n`)
+      this.dropped = 0
       const flushed = this.flushed
       this.flushed = []
       for (const callback of flushed) callback()

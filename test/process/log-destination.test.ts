@@ -115,6 +115,56 @@ test('a reader that stops reading the log holds no request back, and holds at mo
   assert.ok(Number(held) < 1.5 * LOG_BACKLOG_BYTES, `the heap grew by ${held} bytes after logging ${2 * LOG_BACKLOG_BYTES} bytes that nobody read`)
 })
 
+test('a reader that lags drops lines in one stretch, said once when it starts and once, with the count, when lines are written again', { timeout: 60_000 }, async (t) => {
+  // The output is a stream that takes a batch only when the script says so. The script logs twice the backlog, lets the
+  // output take one batch, and logs as much again: a backlog that let a batch in whenever one left would stop dropping
+  // and start again, with a gap in the log and a line on stderr each time. Then the output takes everything.
+  const script = childScript(t, [
+    "const { Writable } = await import('node:stream')",
+    'const pending = []',
+    'let written = ""',
+    'const out = new Writable({ decodeStrings: false, write (chunk, _encoding, done) { pending.push(() => { written += chunk; done() }) } })',
+    'const slow = new BatchedLogDestination(out)',
+    'const slowLog = pino({ base: undefined, timestamp: false }, slow)',
+    'let n = 0',
+    'const pad = "x".repeat(1000)',
+    'const fill = () => { for (let i = 0; i < 2 * BACKLOG / 1000; i++) slowLog.info({ n: n++, pad }, "line") }',
+    'const takeAll = async () => {',
+    '  let done = false',
+    '  slow.flush(() => { done = true })',
+    '  const deadline = Date.now() + 20_000',
+    '  while (!done && Date.now() < deadline) { pending.shift()?.(); await new Promise((resolve) => setImmediate(resolve)) }',
+    '}',
+    'fill()',
+    'pending.shift()()',
+    'await new Promise((resolve) => setImmediate(resolve))',
+    'fill()',
+    'await takeAll()',
+    'slowLog.info({ n: n++ }, "after")',
+    'await takeAll()',
+    'const numbers = written.split("\\n").filter(Boolean).map((line) => JSON.parse(line).n)',
+    "writeSync(2, 'numbers ' + JSON.stringify({ count: numbers.length, first: numbers[0], last: numbers.at(-1), total: n }) + '\\n')",
+    'let runs = 1',
+    'for (let i = 1; i < numbers.length; i++) if (numbers[i] !== numbers[i - 1] + 1) runs++',
+    "writeSync(2, 'runs ' + runs + '\\n')"
+  ])
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
+  t.after(() => { child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const [code] = await once(child, 'close') as [number | null]
+  assert.equal(code, 0, stderr)
+  assert.equal(stderr.match(/log lines dropped: /g)?.length, 1, stderr)
+  const [, dropped] = /log lines written again: (\d+) bytes of lines were dropped while standard output lagged\n/.exec(stderr) ?? []
+  assert.ok(Number(dropped) > 2 * LOG_BACKLOG_BYTES, stderr)
+  const { count, first, last, total } = JSON.parse(/numbers (.*)\n/.exec(stderr)?.[1] ?? '{}') as { count: number, first: number, last: number, total: number }
+  // What was written is the run before the gap, which starts at the first line, and the line logged after it.
+  assert.equal(first, 0)
+  assert.equal(last, total - 1)
+  assert.ok(count < total)
+  assert.match(stderr, /runs 2\n/)
+})
+
 test('processes sharing one standard output, as the workers of a cluster do, never write into each other\'s lines, even while the reader lags', { timeout: 60_000 }, async (t) => {
   // Two processes inherit one pipe from a shell and each logs 4,000 lines of about 300 bytes at once. The parent reads
   // nothing until both have logged everything, so the pipe is full and each process's writes are taken piecemeal.
