@@ -5,6 +5,8 @@
  * bench/step-cost.ts does for the key lifecycle's steps: whatever else the host does slows both
  * alike. Every round starts a fresh pair of processes, and the spread of the rounds is reported
  * beside the median, because it is part of the finding: some costs vary from process to process.
+ * It also splits what a bare cached read costs beyond the ceiling at the framework: the framework
+ * floor (bench/framework-floor.mjs) against the ceiling, and the bare service against the floor.
  * Writes bench/results/<date>-protection-cost.md. Environment: BENCH_PROTECTION_ROUNDS (6),
  * BENCH_STEP_DURATION (4s), BENCH_REDIS_URL (redis://127.0.0.1:6379).
  */
@@ -14,7 +16,7 @@ import { join } from 'node:path'
 import { seededSqlite } from './datasets.js'
 import { BENCH_REDIS_URL, redisAvailable } from './redis.js'
 import { PRODUCTION_ENV } from './report.js'
-import { DURATION, sideBySideCost, STEP_COST_PATHS, type StepCost, type StepCostWorkload } from './step-cost.js'
+import { DURATION, sideBySideCost, type Side, STEP_COST_PATHS, type StepCost, type StepCostWorkload } from './step-cost.js'
 import { machine, root } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_PROTECTION_ROUNDS ?? 6)
@@ -31,12 +33,33 @@ const PROTECTIONS: Protection[] = [
   { name: 'all of them: the production profile of `npm run bench`', env: { ...PRODUCTION_ENV, REDIS_URL: BENCH_REDIS_URL }, needsRedis: true }
 ]
 
+const CEILING_SCRIPT = join(root, 'bench', 'ceiling-server.mjs')
+const FLOOR_SCRIPT = join(root, 'bench', 'framework-floor.mjs')
+
+/** The median and each round's figure, for both workloads, as table cells. */
+function cells (cost: StepCost): string {
+  const percent = (value: number): string => `${(value * 100).toFixed(0)} %`
+  return (Object.keys(STEP_COST_PATHS) as StepCostWorkload[]).map((workload) =>
+    `${percent(cost[workload].cost)} (${cost[workload].rounds.map(percent).join(', ')})`).join(' | ')
+}
+
 async function main (): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-protection-cost-'))
   try {
     const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     const cli = join(root, 'dist', 'cli', 'main.js')
     const withRedis = await redisAvailable()
+    // Before the protections: what a bare cached read costs beyond the ceiling, split at the framework.
+    const layers: Array<{ name: string, measured: Side, baseline: Side }> = [
+      { name: 'the framework alone (`bench/framework-floor.mjs`), against the ceiling', measured: { script: FLOOR_SCRIPT }, baseline: { script: CEILING_SCRIPT } },
+      { name: 'the bare service, against the framework alone', measured: { cli }, baseline: { script: FLOOR_SCRIPT } }
+    ]
+    const layerRows: string[] = []
+    for (const layer of layers) {
+      console.log(`measuring ${layer.name} …`)
+      const cost = await sideBySideCost({ measured: layer.measured, baseline: layer.baseline, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS })
+      layerRows.push(`| ${layer.name} | ${cells(cost)} |`)
+    }
     const rows: string[] = []
     for (const protection of PROTECTIONS) {
       if (protection.needsRedis === true && !withRedis) {
@@ -44,11 +67,8 @@ async function main (): Promise<void> {
         continue
       }
       console.log(`measuring ${protection.name} …`)
-      const cost: StepCost = await sideBySideCost({ measured: { cli, env: protection.env }, baseline: { cli }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS })
-      const percent = (value: number): string => `${(value * 100).toFixed(0)} %`
-      const cells = (Object.keys(STEP_COST_PATHS) as StepCostWorkload[]).map((workload) =>
-        `${percent(cost[workload].cost)} (${cost[workload].rounds.map(percent).join(', ')})`)
-      rows.push(`| ${protection.name} | ${cells.join(' | ')} |`)
+      const cost = await sideBySideCost({ measured: { cli, env: protection.env }, baseline: { cli }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS })
+      rows.push(`| ${protection.name} | ${cells(cost)} |`)
     }
     const date = new Date().toISOString()
     const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-protection-cost.md`)
@@ -62,6 +82,16 @@ async function main (): Promise<void> {
       `| protection | \`GET ${STEP_COST_PATHS.list}\` | \`GET ${STEP_COST_PATHS.get}\` |`,
       '|---|---|---|',
       ...rows,
+      '',
+      '## Where a bare cached read\'s time goes',
+      '',
+      'Measured the same way, each pair side by side: the framework floor (a Fastify application with one hook checking the bearer header and two routes',
+      'sending fixed bytes with the same header fields as the service, `bench/framework-floor.mjs`) against the ceiling (`bench/ceiling-server.mjs`), and the',
+      'bare service against the framework floor. A figure is how much more CPU time a request costs the first than the second.',
+      '',
+      `| layer | \`GET ${STEP_COST_PATHS.list}\` | \`GET ${STEP_COST_PATHS.get}\` |`,
+      '|---|---|---|',
+      ...layerRows,
       ''
     ].join('\n'))
     console.log(`wrote ${file}`)

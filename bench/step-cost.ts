@@ -34,19 +34,24 @@ async function wrkOn (url: string, key: string, duration: string): Promise<numbe
   return parseWrk(stdout).rps
 }
 
-/** One side of a side-by-side measurement: a build of the CLI, and the settings it runs with beyond the bare ones. */
-export interface Side { cli: string, env?: Record<string, string> }
+/**
+ * One side of a side-by-side measurement: a build of the CLI and the settings it runs with beyond
+ * the bare ones, or a server script of the benchmark's own (the ceiling, the framework floor),
+ * which gets the key in BENCH_KEY.
+ */
+export type Side = { cli: string, env?: Record<string, string> } | { script: string, env?: Record<string, string> }
 
 /**
- * Both sides serve the SQLite file at once, pinned to core 0, at LOG_LEVEL=warn unless their
- * settings say otherwise; returns how much more a request costs the first side than the second.
+ * Both sides serve the SQLite file (or their fixed answers) at once, pinned to core 0, at
+ * LOG_LEVEL=warn unless their settings say otherwise; returns how much more a request costs the first side than the second.
  * Two processes of one build differ by a few percent from start to start (their memory layouts
  * and compiled code differ), so every round starts a fresh pair, in alternating order, and the
  * figure is the median over the rounds.
  */
 export async function sideBySideCost (options: { measured: Side, baseline: Side, sqlitePath: string, key: string, rounds?: number }): Promise<StepCost> {
-  const serve = ({ cli, env = {} }: Side) => (port: number) =>
-    ({ argv: ['node', ...SERVICE_NODE_FLAGS, cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env, PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } })
+  const serve = (side: Side) => (port: number) => 'script' in side
+    ? { argv: ['node', ...SERVICE_NODE_FLAGS, side.script], env: { ...side.env, PORT: String(port), BENCH_KEY: options.key } }
+    : { argv: ['node', ...SERVICE_NODE_FLAGS, side.cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...side.env, PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } }
   const rounds: Record<StepCostWorkload, number[]> = { list: [], get: [] }
   for (let round = 0; round < (options.rounds ?? ROUNDS); round++) {
     const order = round % 2 === 0 ? [options.measured, options.baseline] : [options.baseline, options.measured]
