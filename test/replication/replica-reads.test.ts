@@ -162,7 +162,9 @@ describe('reads from a PostgreSQL hot standby', () => {
   })
 
   test('a revoked key is refused, and stays refused, although the replica that looks keys up has not applied the revocation yet', { timeout: 120_000 }, async (t) => {
-    const pair = await startReplicatedPair(t, { applyDelayMs: 3000 })
+    // The standby applies each commit 6 s late: long after the instance refuses the key (within a second), so the
+    // 20 lookups below all happen while the standby still shows the key as live.
+    const pair = await startReplicatedPair(t, { applyDelayMs: 6000 })
     if (pair === undefined) return t.skip('PostgreSQL server binaries are missing')
     const onReplica = await startInstance(t, [pair.primary.url], { replicaUrls: [pair.standby.url] })
     const key = await createTestKey(onReplica.store)
@@ -174,6 +176,15 @@ describe('reads from a PostgreSQL hot standby', () => {
 
     const [row] = await onReplica.store.apiKeys.listByAccount(1)
     assert.ok(row !== undefined)
+    // Until the standby has applied the key's creation, it has no row to read stale: a lookup would miss there, go to
+    // the primary, and prove nothing. On a busy machine the revocation could otherwise come first (the check below
+    // then found no row on the standby at all).
+    for (const deadline = Date.now() + 20_000; ;) {
+      const [created] = await pair.standby.query<{ id: number }>('SELECT id FROM api_keys WHERE id = $1', [row.id])
+      if (created !== undefined) break
+      assert.ok(Date.now() < deadline, 'the standby applies the key\'s creation')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
     const revokedAt = Date.now()
     assert.equal(await onReplica.store.apiKeys.revoke(row.id), 'revoked')
     for (let status = 200; status !== 401;) {
