@@ -43,7 +43,8 @@ export type Side = { cli: string, env?: Record<string, string> } | { script: str
 
 /**
  * Both sides serve the SQLite file (or their fixed answers) at once, pinned to core 0, at
- * LOG_LEVEL=warn unless their settings say otherwise; returns how much more a request costs the first side than the second.
+ * LOG_LEVEL=warn unless their settings say otherwise; returns how much more a request costs the
+ * first side than the second.
  * Two processes of one build differ by a few percent from start to start (their memory layouts
  * and compiled code differ), so every round starts a fresh pair, in alternating order, and the
  * figure is the median over the rounds.
