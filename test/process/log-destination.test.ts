@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
 import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -44,6 +44,19 @@ async function inChild (t: TestContext, body: string, onLine: (line: string, kil
   const lines: string[] = []
   createInterface({ input: child.stdout }).on('line', (line) => { lines.push(line); onLine(line, () => child.kill('SIGKILL')) })
   return await new Promise((resolve) => child.on('close', (code, signal) => { resolve({ lines, code, signal }) }))
+}
+
+/**
+ * Runs a script (childScript) in a process of its own with every stdio a pipe; killed when the test ends. `exited`
+ * resolves with its exit code and all it wrote on stderr, once it has exited and its stderr is read to the end.
+ */
+function runScript (t: TestContext, script: string, nodeFlags: string[] = []): { child: ChildProcessWithoutNullStreams, exited: Promise<{ code: number | null, stderr: string }> } {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
+  t.after(() => { child.kill('SIGKILL') })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const exited = Promise.all([once(child, 'exit'), once(child.stderr, 'close')]).then(([[code]]) => ({ code: code as number | null, stderr }))
+  return { child, exited }
 }
 
 const numbered = (lines: string[]): number[] => lines.map((line) => (JSON.parse(line) as { n: number }).n)
@@ -99,13 +112,11 @@ test('a reader that stops reading the log holds no request back, and holds at mo
     'const before = process.memoryUsage().heapUsed',
     'more()'
   ])
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-  t.after(() => { child.kill('SIGKILL') })
+  const { child, exited } = runScript(t, script, ['--expose-gc'])
   child.stdout.pause()
-  let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const [code] = await once(child, 'exit') as [number | null]
+  await once(child, 'exit')
   child.stdout.destroy()
+  const { code, stderr } = await exited
   assert.equal(code, 0, stderr)
   assert.match(stderr, /log lines dropped: standard output has taken none of the last \d+ bytes\n/)
   assert.equal(stderr.match(/log lines dropped/g)?.length, 1, 'said once while dropping')
@@ -148,11 +159,7 @@ test('a reader that lags drops lines in one stretch, said once when it starts an
     'for (let i = 1; i < numbers.length; i++) if (numbers[i] !== numbers[i - 1] + 1) runs++',
     "writeSync(2, 'runs ' + runs + '\\n')"
   ])
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
-  t.after(() => { child.kill('SIGKILL') })
-  let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const [code] = await once(child, 'close') as [number | null]
+  const { code, stderr } = await runScript(t, script).exited
   assert.equal(code, 0, stderr)
   assert.equal(stderr.match(/log lines dropped: /g)?.length, 1, stderr)
   const [, dropped] = /log lines written again: (\d+) bytes of lines were dropped while standard output lagged\n/.exec(stderr) ?? []
@@ -211,15 +218,12 @@ test('a reader that goes away costs the lines that follow, never the process', {
     '  more()',
     '})'
   ])
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] })
-  t.after(() => { child.kill('SIGKILL') })
-  let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const { child, exited } = runScript(t, script)
   const [first] = await once(createInterface({ input: child.stdout }), 'line') as [string]
   assert.deepEqual(numbered([first]), [0])
   child.stdout.destroy()
   child.stdin.end('go on\n')
-  const [code] = await once(child, 'exit') as [number | null]
+  const { code, stderr } = await exited
   assert.equal(code, 0, stderr)
   assert.match(stderr, /^log lines dropped from now on: standard output failed \(write EPIPE\)\nstill here\n$/)
 })
