@@ -28,4 +28,4 @@ export function serviceWithoutSteps (dir: string, lines: readonly RegExp[]): str
 }
 
 /** The key lifecycle's steps: the scope check and the usage count. */
-export const KEY_LIFECYCLE_STEPS: readonly RegExp[] = [/^\s*authorization\(deps\.audit\),\n/m, /^\s*keyUsage\(deps\.usage\),\n/m]
+export const KEY_LIFECYCLE_STEPS: readonly RegExp[] = [/^\s*authorization\([^)]*\),\n/m, /^\s*keyUsage\([^)]*\),\n/m]

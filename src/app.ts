@@ -1,31 +1,30 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, METHODS } from 'node:http'
-import type { Ajv } from 'ajv'
+import swagger, { type StaticDocumentSpec } from '@fastify/swagger'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Redis } from 'ioredis'
 import { pino, type Logger, type LoggerOptions } from 'pino'
 import type { Config } from './config.js'
 import { createCursorCodec } from './core/cursor.js'
-import { MAX_PATH_SEGMENT_LENGTH, registerErrorHandler, registerNotFoundHandler, sendError, toApiError } from './http/errors.js'
+import { ApiRoutes } from './http/api-routes.js'
+import { MAX_PATH_SEGMENT_LENGTH, notFoundError, registerErrorHandler, registerNotFoundHandler, sendError, toApiError } from './http/errors.js'
 import { MAX_BODY_BYTES } from './http/json-body.js'
 import { PetReads } from './http/pet-reads.js'
-import { installPipeline, isApiRequest, pipeline } from './http/pipeline.js'
-import { registerOpenApi } from './http/plugins/openapi.js'
+import { pipeline, requestListener, setUpPipeline } from './http/pipeline.js'
+import { describeApi, documentJson } from './http/plugins/openapi.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
 import { metricsRoutes } from './http/routes/metrics.js'
-import { openApiDocumentRoutes } from './http/routes/openapi-document.js'
-import { petRoutes } from './http/routes/pets.js'
+import { openApiDocumentOperation } from './http/routes/openapi-document.js'
+import { petOperations } from './http/routes/pets.js'
 import { rootRoutes } from './http/routes/root.js'
-import { storeOrderRoutes } from './http/routes/store-orders.js'
-import { authenticate, expiredKeyError } from './http/steps/authentication.js'
-import { requestIdOf } from './http/steps/request-context.js'
+import { storeOrderOperations } from './http/routes/store-orders.js'
 import { tolerantUrl } from './http/tolerant-url.js'
 import { isUnderPortal, portalRoutes, sendPortalFrameworkError } from './portal/routes.js'
 import { AuditTrail } from './services/audit-trail.js'
 import { IdempotencyKeys } from './services/idempotency-keys.js'
 import { BatchedLogDestination } from './services/log-destination.js'
-import { hasExpired, KeyVerifier } from './services/key-verifier.js'
+import { KeyVerifier } from './services/key-verifier.js'
 import { Metrics } from './services/metrics.js'
 import { PetCatalog } from './services/pet-catalog.js'
 import { RateLimiter } from './services/rate-limiter.js'
@@ -120,53 +119,58 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   const audit = new AuditTrail(store.audit, (error) => log.error({ err: error }, 'appending to the audit trail failed'))
   const usage = new UsageRecorder(store.keyUsage, (error) => log.error({ err: error }, 'writing key usage failed'))
 
+  // The API: its operations, and their document, built from their schemas once.
+  let documentText = ''
+  const routes = new ApiRoutes([
+    ...petOperations({ catalog, reads, idempotencyKeys }),
+    ...storeOrderOperations(),
+    openApiDocumentOperation(() => documentText)
+  ])
+  const document = await describeApi(routes.operations, { publicBaseUrl: config.publicBaseUrl, stagingBaseUrl: config.stagingBaseUrl })
+  documentText = documentJson(document)
+
+  // Every request the server receives goes through these steps (http/pipeline.ts).
+  const steps = pipeline({ config, verifier, audit, usage, limiter, metrics: config.metricsEnabled ? metrics : undefined, routes, log: log as Logger })
+  const handleRequest = requestListener(steps, log as Logger)
+
+  // The framework answers what the pipeline hands it: everything outside /v1.
   const options: FastifyServerOptions = {
     bodyLimit: MAX_BODY_BYTES,
     requestIdHeader: false,
     // One access-log line per request is written by the pipeline's access-log step instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     rewriteUrl: (request) => tolerantUrl(request.url ?? '/'),
-    // Long path segments reach the route, whose own validation names the parameter.
     routerOptions: { maxParamLength: MAX_PATH_SEGMENT_LENGTH },
-    // Errors raised before routing (a malformed URL) get the API's error shape, after authentication like any other request.
+    // Errors raised before routing (a malformed URL): the portal's error page, the JSON error shape elsewhere.
     frameworkErrors: function onFrameworkError (error, request, reply) {
-      const answer = async (): Promise<never> => {
-        if (isApiRequest(request.url)) {
-          const key = await authenticate(verifier, request.headers.authorization)
-          if (hasExpired(key, Date.now())) throw expiredKeyError(key)
-        }
-        throw error
-      }
-      reply.header('x-request-id', requestIdOf(request)).header('x-content-type-options', 'nosniff')
       // People read the portal's errors: its error page, not the API's JSON.
       if (isUnderPortal(request.url)) {
         sendPortalFrameworkError(error, request, reply)
         return
       }
-      answer().catch((failure: Error) => sendError(reply, toApiError(failure, request)))
+      sendError(reply, toApiError(error, request))
     },
     // Refused by the pipeline's shutdown refusal instead, in the API's error shape.
     return503OnClosing: false,
     // X-Forwarded-* are believed only from the proxies TRUST_PROXY names (request.ip, request.protocol, request.host).
     ...(config.trustProxy.length > 0 && { trustProxy: config.trustProxy }),
-    serverFactory: (handler) => {
+    serverFactory: () => {
       const server = createServer({
         headersTimeout: config.headersTimeoutMs,
         requestTimeout: config.requestTimeoutMs,
         keepAliveTimeout: config.keepAliveTimeoutMs,
         // Node checks those deadlines on this interval; the default (30 s) would let slow clients linger.
         connectionsCheckingInterval: 1000
-      }, handler)
+      }, handleRequest)
       // No automatic 100 Continue: the pipeline sends it once the request is authenticated and routed.
-      server.on('checkContinue', handler)
+      server.on('checkContinue', handleRequest)
       server.maxConnections = config.maxConnections
       return server
     },
     forceCloseConnections: 'idle',
     ajv: {
       // docs/decisions.md: no type coercion, no silently removed properties.
-      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true },
-      plugins: [(ajv: Ajv) => ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) })]
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true }
     }
   }
   const app = Fastify({ ...options, loggerInstance: log })
@@ -176,34 +180,26 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
     await Promise.all([verifier.close(), usage.close()])
   })
 
-  // Every route sends bytes it encoded itself (JSON.stringify or cached Buffers), so the response
-  // schemas document the API and are never used to serialise: no serialiser is compiled at start-up.
+  // Every route sends bytes it encoded itself: no serialiser is compiled at start-up.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data))
-  // Node accepts every method it knows (PROPFIND, ACL, QUERY …); routing them all lets a known
-  // path answer 405 with Allow instead of 404. CONNECT never reaches a request handler.
+  // Node accepts every method it knows (PROPFIND, ACL, QUERY …): the framework routes them all, to its 404.
   for (const method of METHODS) {
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
   }
+  // No route of the framework reads a body but the portal's forms, whose plugin parses them: any other body is left unread.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', function leaveBodyUnread (_request, _payload, done) { done(null, undefined) })
   registerErrorHandler(app)
-  await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl, stagingBaseUrl: config.stagingBaseUrl })
-
-  await installPipeline(app, pipeline({
-    config,
-    verifier,
-    audit,
-    usage,
-    limiter,
-    metrics: config.metricsEnabled ? metrics : undefined,
-    routes: async (api) => {
-      await api.register(petRoutes, { catalog, reads, idempotencyKeys })
-      await api.register(storeOrderRoutes)
-      await api.register(openApiDocumentRoutes)
-    }
-  }))
-
+  // An unknown path is answered before anything reads or judges its body, as under /v1.
+  app.addHook('onRequest', function answerUnknownRoute (request, _reply, done) {
+    done(request.is404 ? notFoundError(request) : undefined)
+  })
+  await setUpPipeline(steps, app)
   registerNotFoundHandler(app)
 
   // Outside /v1: the reference page, the probes, the metrics and the developer portal.
+  // The reference page's plugin reads the document through @fastify/swagger: the same one, given as it is.
+  await app.register(swagger, { mode: 'static', specification: { document } as StaticDocumentSpec })
   await app.register(docsRoutes)
   await app.register(rootRoutes)
   await app.register(healthRoutes, { store })

@@ -1,7 +1,7 @@
-import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../core/errors.js'
 import { StoreUnavailableError } from '../storage/store.js'
+import { announcesBody } from './exchange.js'
 import { JSON_TYPE } from './headers.js'
 import { MAX_BODY_BYTES } from './json-body.js'
 import { validationMessage, type SchemaViolation } from './validation-message.js'
@@ -26,20 +26,13 @@ function mediaTypeMessage (contentType: string | undefined): string {
   return essence === undefined || essence === '' ? 'Content-Type must be application/json' : `Content-Type must be application/json, not ${essence.slice(0, 100)}`
 }
 
-/** Whether the request announced a body (a request without one is complete once its headers are). */
-function hasBody (headers: IncomingHttpHeaders): boolean {
-  const length = headers['content-length']
-  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
-}
-
 /**
- * Sends the one error shape of the API: exactly {code, message, status}. A refusal that comes
- * before the request's body was read (an unauthenticated upload, an unknown path) closes the
- * connection once sent, so that the server never reads a body it refused.
+ * Sends the one error shape of the API from the framework's routes (outside /v1: the probes, the
+ * metrics, an unknown path): exactly {code, message, status}, as errorAnswer writes it for the API.
  */
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
   const raw = reply.request.raw
-  if (!raw.complete && hasBody(raw.headers)) reply.header('connection', 'close')
+  if (!raw.complete && announcesBody(raw.headers)) reply.header('connection', 'close')
   return reply
     .code(error.status)
     .headers(error.headers)

@@ -2,7 +2,8 @@ import { type CursorCodec, InvalidCursorError } from '../core/cursor.js'
 import { ApiError } from '../core/errors.js'
 import type { PetStatus } from '../core/pets.js'
 import type { CatalogPage, PetCatalog } from '../services/pet-catalog.js'
-import { deprecationHeaders, ifNoneMatchHits, JSON_TYPE, nextPageLink } from './headers.js'
+import type { Answer } from './exchange.js'
+import { ifNoneMatchHits, JSON_TYPE, nextPageLink } from './headers.js'
 
 export interface ListPetsRequest {
   limit: number
@@ -11,21 +12,11 @@ export interface ListPetsRequest {
   ifNoneMatch: string | undefined
 }
 
-/**
- * A successful answer to a read: the status, the response's own header fields as a flat
- * list (name, value, name, value …: what `writeHead` takes), and the body, absent for a 304.
- * A cached page or animal keeps the same list for as long as it is cached.
- */
-export interface ReadAnswer {
-  statusCode: 200 | 304
-  headers: readonly string[]
-  body: Buffer | string | undefined
-}
-
-const PET_HEADERS: readonly string[] = ['content-type', JSON_TYPE, ...Object.entries(deprecationHeaders()).flat()]
+/** A successful answer to a read: 200, or 304 without a body. */
+export type ReadAnswer = Answer & { statusCode: 200 | 304 }
 
 const petAnswer = (body: string): ReadAnswer =>
-  ({ statusCode: 200, headers: [...PET_HEADERS, 'content-length', String(Buffer.byteLength(body))], body })
+  ({ statusCode: 200, headers: ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body))], body })
 
 /**
  * The two read operations once their input is valid: listPets and getPet, each with a

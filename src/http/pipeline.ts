@@ -1,42 +1,55 @@
-import type { FastifyInstance, FastifyRequest, onRequestAbortHookHandler, onRequestHookHandler, onResponseHookHandler, onSendHookHandler, preParsingHookHandler } from 'fastify'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { finished } from 'node:stream'
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
 import type { Config } from '../config.js'
+import { ApiError } from '../core/errors.js'
 import type { AuditTrail } from '../services/audit-trail.js'
 import type { KeyVerifier } from '../services/key-verifier.js'
 import type { Metrics } from '../services/metrics.js'
 import type { RateLimiter } from '../services/rate-limiter.js'
 import type { UsageRecorder } from '../services/usage-recorder.js'
+import { clientAddressOf } from './client-address.js'
+import { failureToApiError } from './errors.js'
+import { errorAnswer, Exchange, type Answer, type HandedOver } from './exchange.js'
+import type { ApiRoutes } from './api-routes.js'
 import { accessLog } from './steps/access-log.js'
 import { authentication } from './steps/authentication.js'
 import { authorization } from './steps/authorization.js'
 import { commonHeaders } from './steps/common-headers.js'
 import { cors } from './steps/cors.js'
 import { drainRefusal } from './steps/drain-refusal.js'
+import { handler } from './steps/handler.js'
 import { keyUsage } from './steps/key-usage.js'
 import { loadShedding } from './steps/load-shedding.js'
 import { metricsStep } from './steps/metrics.js'
 import { rateLimit } from './steps/rate-limit.js'
 import { requestContext } from './steps/request-context.js'
 import { routing } from './steps/routing.js'
+import { validation } from './steps/validation.js'
+import { tolerantUrl } from './tolerant-url.js'
+
+/** What a step's onRequest says: go on (undefined), or here is the answer. */
+export type Outcome = Answer | HandedOver | undefined
 
 /**
- * One step of the request pipeline: what it does once at start-up, and its hooks in Fastify's
- * request lifecycle (onRequest, preParsing, then the route's validation and handler, onSend,
- * onResponse). Hooks are callback-style functions: one that answers sends the reply and does
- * not call `done`. Routes registered after the hooks still get them: Fastify gives every route the
- * application's hooks when it starts.
+ * One step of the request pipeline: its work at start-up, and its part in each request. A
+ * request meets the steps in list order, in three phases:
+ * 1. onRequest, as the request arrives: each step goes on (returns nothing), answers (returns the
+ *    answer, or throws an ApiError) or waits (returns a promise of either). Once a step has
+ *    answered, no later step's onRequest runs.
+ * 2. onAnswer, whichever step answered, just before the answer is written: adds header fields.
+ * 3. onDone, once the answer is written or the client has gone away: every step's, whichever answered.
  */
 export interface Step {
   readonly name: string
   /** `every request`: the API, the portal, the reference page and the probes alike; `api`: the API's requests (under /v1) only. */
   readonly scope: 'every request' | 'api'
-  /** Runs once, in list order, before any request: plugins, decorators, routes. */
-  readonly setUp?: (app: FastifyInstance) => Promise<void> | void
-  readonly onRequest?: onRequestHookHandler
-  readonly preParsing?: preParsingHookHandler
-  readonly onSend?: onSendHookHandler
-  readonly onResponse?: onResponseHookHandler
-  /** The client went away before its request ended (onResponse does not run then). */
-  readonly onRequestAbort?: onRequestAbortHookHandler
+  /** Runs once, in list order, before any request, with the framework that answers outside /v1 (its shutdown, its plugins). */
+  readonly setUp?: (framework: FastifyInstance) => Promise<void> | void
+  readonly onRequest?: (exchange: Exchange) => Outcome | Promise<Outcome>
+  readonly onAnswer?: (exchange: Exchange) => void
+  readonly onDone?: (exchange: Exchange) => void
 }
 
 export interface PipelineDeps {
@@ -50,35 +63,40 @@ export interface PipelineDeps {
   limiter: RateLimiter | undefined
   /** Absent when METRICS_ENABLED is false. */
   metrics: Metrics | undefined
-  /** Registers the API's routes (paths relative to /v1). */
-  routes: (api: FastifyInstance) => Promise<void>
+  /** The API's operations, by method and path. */
+  routes: ApiRoutes
+  /** The service's logger: the access log's lines. */
+  log: Logger
 }
 
 /**
  * Every per-request step of the service, in the order a request meets them. This list is the
- * whole pipeline: the routes add nothing to it but their own validation and handler, and no
- * configuration removes a step (an unconfigured protection, such as CORS without CORS_ORIGINS,
- * lets every request through). A faster answer is an optimisation inside a step (a cached page
- * in the handler, a key verified once in authentication), never a way around one. Adding a step
- * is adding one line here (CONTRIBUTING.md).
+ * whole pipeline: every request the server receives goes through it, the API's (under /v1) and
+ * all others, which the handler step hands to the framework (the portal, the reference page, the
+ * probes, the metrics). No configuration removes a step (an unconfigured protection, such as CORS
+ * without CORS_ORIGINS, lets every request through), and nothing answers a request around it: a
+ * faster answer is an optimisation inside a step (a cached page in the handler, a key verified
+ * once in authentication). Adding a step is adding one line here (CONTRIBUTING.md).
  */
 export function pipeline (deps: PipelineDeps): Step[] {
+  const addressOf = clientAddressOf(deps.config.trustProxy)
   return [
     requestContext(),
-    commonHeaders(),
-    // Times and counts each request from its arrival (in flight) to its answer (recorded then).
-    metricsStep(deps.metrics),
+    // Counts each request in flight from its arrival; times and counts it once it is over.
+    metricsStep(deps.metrics, deps.routes),
     drainRefusal(),
     loadShedding(deps.config.loadShedEventLoopDelayMs),
     cors(deps.config.corsOrigins),
-    authentication(deps.verifier, deps.audit),
+    authentication(deps.verifier, deps.audit, addressOf),
     rateLimit(deps.limiter),
-    routing(),
+    routing(deps.routes),
     // Once routing has found the operation: the scope it needs.
-    authorization(deps.audit),
-    { name: 'handler', scope: 'api', setUp: async (app) => { await app.register(deps.routes, { prefix: '/v1' }) } },
-    keyUsage(deps.usage),
-    accessLog()
+    authorization(deps.audit, deps.routes, addressOf),
+    validation(deps.routes),
+    handler(),
+    commonHeaders(deps.routes),
+    keyUsage(deps.usage, deps.routes),
+    accessLog(deps.log)
   ]
 }
 
@@ -87,46 +105,120 @@ export function isApiRequest (url: string): boolean {
   return url.startsWith('/v1') && (url.length === 3 || url.charCodeAt(3) === 0x2f /* / */ || url.charCodeAt(3) === 0x3f /* ? */)
 }
 
-type Done = (error?: Error | null, payload?: unknown) => void
-type Hook = (request: FastifyRequest, ...rest: any[]) => void
+/** The three phases of the steps that apply to one kind of request, as plain lists of functions. */
+interface Phases {
+  request: Array<NonNullable<Step['onRequest']>>
+  answer: Array<NonNullable<Step['onAnswer']>>
+  done: Array<NonNullable<Step['onDone']>>
+}
 
-/**
- * An api step's hook, run for the API's requests only; every other request goes straight on. One
- * wrapper per arity of Fastify's hooks, without rest parameters: a wrapper runs on every request,
- * and gathering and spreading its arguments cost an array each time.
- */
-function forApiRequests<H extends Hook> (hook: H, arity: 2 | 3 | 4): H {
-  const apiOnly = arity === 2
-    ? function (this: unknown, request: FastifyRequest, done: Done): void {
-      if (isApiRequest(request.url)) hook.call(this, request, done)
-      else done(null)
-    }
-    : arity === 3
-      ? function (this: unknown, request: FastifyRequest, reply: unknown, done: Done): void {
-        if (isApiRequest(request.url)) hook.call(this, request, reply, done)
-        else done(null)
-      }
-      // onSend and preParsing pass their payload on.
-      : function (this: unknown, request: FastifyRequest, reply: unknown, payload: unknown, done: Done): void {
-        if (isApiRequest(request.url)) hook.call(this, request, reply, payload, done)
-        else done(null, payload)
-      }
-  Object.defineProperty(apiOnly, 'name', { value: hook.name })
-  return apiOnly as unknown as H
+function phasesOf (steps: readonly Step[], api: boolean): Phases {
+  const own = steps.filter((step) => api || step.scope === 'every request')
+  return {
+    request: own.flatMap((step) => step.onRequest ?? []),
+    answer: own.flatMap((step) => step.onAnswer ?? []),
+    done: own.flatMap((step) => step.onDone ?? [])
+  }
+}
+
+/** Sets up every step, in list order. */
+export async function setUpPipeline (steps: readonly Step[], framework: FastifyInstance): Promise<void> {
+  for (const step of steps) await step.setUp?.(framework)
 }
 
 /**
- * Installs the steps on the application, in list order: their set-up first, then their hooks, so
- * that Fastify runs the hooks of each lifecycle phase in the order of the list.
+ * The server's request listener: runs every request through the steps. `log` is the service's
+ * logger, which each request's own logger is bound from.
  */
-export async function installPipeline (app: FastifyInstance, steps: readonly Step[]): Promise<void> {
-  for (const step of steps) {
-    await step.setUp?.(app)
-    const own = <H extends Hook> (hook: H, arity: 2 | 3 | 4): H => (step.scope === 'api' ? forApiRequests(hook, arity) : hook)
-    if (step.onRequest !== undefined) app.addHook('onRequest', own(step.onRequest, 3))
-    if (step.preParsing !== undefined) app.addHook('preParsing', own(step.preParsing, 4))
-    if (step.onSend !== undefined) app.addHook('onSend', own(step.onSend, 4))
-    if (step.onResponse !== undefined) app.addHook('onResponse', own(step.onResponse, 3))
-    if (step.onRequestAbort !== undefined) app.addHook('onRequestAbort', own(step.onRequestAbort, 2))
+export function requestListener (steps: readonly Step[], log: Logger): (request: IncomingMessage, response: ServerResponse) => void {
+  const api = phasesOf(steps, true)
+  const others = phasesOf(steps, false)
+
+  /** The failure as the answer the client sees: an ApiError as it is, anything else logged and hidden. */
+  function failed (exchange: Exchange, error: unknown): Answer {
+    return errorAnswer(exchange, error instanceof ApiError ? error : failureToApiError(error, exchange.log, exchange.id))
+  }
+
+  function proceed (exchange: Exchange, phases: Phases, from: number): void {
+    const steps = phases.request
+    for (let index = from; index < steps.length; index++) {
+      let outcome: Outcome | Promise<Outcome>
+      try {
+        outcome = (steps[index] as NonNullable<Step['onRequest']>)(exchange)
+      } catch (error) {
+        answer(exchange, phases, failed(exchange, error))
+        return
+      }
+      if (outcome === undefined) continue
+      if (outcome instanceof Promise) {
+        wait(exchange, phases, outcome, index + 1)
+        return
+      }
+      answer(exchange, phases, outcome)
+      return
+    }
+    answer(exchange, phases, failed(exchange, new Error('no step answered the request')))
+  }
+
+  /** A step waits: the request goes on when it is done, unless the client has gone away meanwhile. */
+  function wait (exchange: Exchange, phases: Phases, outcome: Promise<Outcome>, next: number): void {
+    if (!exchange.watched) {
+      exchange.watched = true
+      exchange.response.once('close', () => {
+        if (exchange.answered) return
+        exchange.abandoned = true
+        finish(exchange, phases)
+      })
+    }
+    outcome.then((settled) => {
+      if (exchange.abandoned) return
+      if (settled === undefined) proceed(exchange, phases, next)
+      else answer(exchange, phases, settled)
+    }, (error: unknown) => {
+      if (!exchange.abandoned) answer(exchange, phases, failed(exchange, error))
+    })
+  }
+
+  function answer (exchange: Exchange, phases: Phases, outcome: Answer | HandedOver): void {
+    exchange.answered = true
+    for (const addFields of phases.answer) addFields(exchange)
+    const { response, fields } = exchange
+    if ('writtenBy' in outcome) {
+      // The framework writes the answer; the fields are set first, and its own win where both set one.
+      for (let index = 0; index < fields.length; index += 2) response.appendHeader(fields[index] as string, fields[index + 1] as string)
+      finished(response, (error) => {
+        exchange.statusCode = response.statusCode
+        // Closed before the answer was written whole: the client went away.
+        exchange.abandoned = error !== undefined && error !== null
+        finish(exchange, phases)
+      })
+      outcome.writtenBy(exchange.request, response)
+      return
+    }
+    exchange.statusCode = outcome.statusCode
+    const own = outcome.headers
+    for (let index = 0; index < own.length; index++) fields.push(own[index] as string)
+    response.writeHead(outcome.statusCode, fields)
+    response.end(outcome.body)
+    finish(exchange, phases)
+  }
+
+  function finish (exchange: Exchange, phases: Phases): void {
+    for (const onDone of phases.done) {
+      try {
+        onDone(exchange)
+      } catch (error) {
+        log.error({ err: error, requestId: exchange.id }, 'a pipeline step failed after the answer')
+      }
+    }
+  }
+
+  return function handleRequest (request: IncomingMessage, response: ServerResponse): void {
+    const startedAt = performance.now()
+    const raw = request.url ?? '/'
+    const isApi = isApiRequest(raw)
+    // An escape the router cannot decode is itself escaped, so the request gets the route's own answer.
+    const exchange = new Exchange(request, response, isApi ? tolerantUrl(raw) : raw, isApi, startedAt, log)
+    proceed(exchange, isApi ? api : others, 0)
   }
 }

@@ -71,10 +71,10 @@ export async function createTestKey (store: Store, email = 'test@example.com'): 
 
 /**
  * Makes app.inject go through the server's request handler, as a request on the socket does,
- * instead of straight into Fastify's router: an injected request then meets whatever the
- * server would put in front of the framework.
+ * instead of straight into Fastify's router: an injected request then meets the whole pipeline
+ * (src/http/pipeline.ts), which hands the framework only what lies outside /v1.
  */
-function injectThroughServer (app: FastifyInstance): void {
+export function injectThroughServer (app: FastifyInstance): FastifyInstance {
   const [handler] = app.server.listeners('request') as DispatchFunc[]
   if (handler === undefined) throw new Error('the server has no request handler')
   const injectThrough = async (options: InjectOptions | string): Promise<LightMyRequestResponse> => {
@@ -82,6 +82,12 @@ function injectThroughServer (app: FastifyInstance): void {
     return await inject(handler, options)
   }
   app.inject = injectThrough as FastifyInstance['inject']
+  return app
+}
+
+/** buildApp, with app.inject going through the server's request handler (injectThroughServer). */
+export async function buildServedApp (options: Parameters<typeof buildApp>[0]): Promise<FastifyInstance> {
+  return injectThroughServer(await buildApp(options))
 }
 
 /** The real application on a fresh SQLite file, with one account and key; use app.inject. Logs nothing unless given a logger. */

@@ -1,10 +1,9 @@
 import type { TestContext } from 'node:test'
 import { pino } from 'pino'
-import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openPostgresStore, type PostgresStoreOptions } from '../../src/storage/postgres/postgres-store.js'
 import type { ReplicationStats, Store } from '../../src/storage/store.js'
-import { TEST_DEFAULTS } from './build-app.js'
+import { TEST_DEFAULTS, buildServedApp } from './build-app.js'
 
 export interface Instance {
   store: Store
@@ -22,7 +21,7 @@ export function openStoreOn (t: TestContext, urls: string[], options: Partial<Po
 export async function startInstance (t: TestContext, urls: string[], options: Partial<PostgresStoreOptions> = {}): Promise<Instance> {
   const store = openStoreOn(t, urls, options)
   await store.migrate()
-  const app = await buildApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'silent' }) })
+  const app = await buildServedApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'silent' }) })
   t.after(() => app.close())
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()

@@ -2,13 +2,12 @@ import type { AddressInfo } from 'node:net'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
-import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { generateApiKey } from '../../src/core/api-keys.js'
 import { createAccount, createApiKey } from '../../src/services/accounts.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
-import { buildTestApp, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
+import { buildTestApp, TEST_DEFAULTS, TEST_ENGINE, buildServedApp } from '../helpers/build-app.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 const CHALLENGE = 'Bearer realm="animal-store"'
@@ -197,7 +196,7 @@ describe('authentication', () => {
       t.after(() => secondStore.close())
       let lookups = 0
       const counted = { ...secondStore, apiKeys: { ...secondStore.apiKeys, findByHash: async (hash: string) => { lookups++; return await secondStore.apiKeys.findByHash(hash) } } }
-      const second = await buildApp({ config: loadConfig(TEST_DEFAULTS), store: counted, logger: pino({ level: 'silent' }) })
+      const second = await buildServedApp({ config: loadConfig(TEST_DEFAULTS), store: counted, logger: pino({ level: 'silent' }) })
       t.after(() => second.close())
       await second.listen({ host: '127.0.0.1', port: 0 })
       const secondUrl = `http://127.0.0.1:${(second.server.address() as AddressInfo).port}`

@@ -1,9 +1,8 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
-import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, createTestKey, METRICS_AUTH, openTestStore, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
+import { buildTestApp, createTestKey, METRICS_AUTH, openTestStore, TEST_DEFAULTS, TEST_ENGINE, buildServedApp } from '../helpers/build-app.js'
 import { logLineSink } from '../helpers/log-lines.js'
 
 describe('metrics', () => {
@@ -66,7 +65,7 @@ describe('trace context', () => {
     const { sink, lines } = logLineSink()
     const { store } = await openTestStore(t)
     const key = await createTestKey(store)
-    const app = await buildApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'info' }, sink) })
+    const app = await buildServedApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'info' }, sink) })
     t.after(() => app.close())
     const traced = await app.inject({
       url: '/v1/pets',

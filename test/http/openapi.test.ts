@@ -318,18 +318,15 @@ describe('OpenAPI document', () => {
       const created = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...auth, ...json }, payload: { name: 'Rex', categoryId: 1 } })
       assert.equal(created.statusCode, 201, created.body)
 
-      // The route table under /v1 holds no path that the document does not list.
-      const served = routePaths(app.printRoutes({ commonPrefix: false }))
-        .filter((path) => path.startsWith('/v1/'))
-        .map((path) => path.slice('/v1'.length).replace(/:(\w+)/g, '{$1}'))
-      assert.deepEqual([...new Set(served)].sort(), Object.keys(doc.paths).sort(), app.printRoutes({ commonPrefix: false }))
+      // The framework holds no route under /v1: the pipeline answers every request there, from the operations the document is built from.
+      const framework = routePaths(app.printRoutes({ commonPrefix: false })).filter((path) => path === '/v1' || path.startsWith('/v1/'))
+      assert.deepEqual(framework, [], app.printRoutes({ commonPrefix: false }))
 
       // On those paths (with an animal 1 that exists), documented methods are served and every other one gets 405 with an Allow of the documented ones.
       for (const path of Object.keys(doc.paths)) {
         const documented = HTTP_METHODS.filter((method) => doc.paths[path]?.[method] !== undefined).map((method) => method.toUpperCase())
         const url = `/v1${path.replace('{petId}', '1')}`
         for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
-          assert.equal(app.hasRoute({ method, url: `/v1${path.replace(/\{(\w+)\}/g, ':$1')}` }), true, `${method} ${path} is routed`)
           const response = await app.inject({ method, url, headers: auth })
           if (documented.includes(method)) {
             assert.ok(![404, 405].includes(response.statusCode), `${method} ${url} is documented but answered ${response.statusCode}: ${response.body}`)

@@ -7,7 +7,7 @@ import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { pino } from 'pino'
-import { buildApp, loggerOptions } from '../../src/app.js'
+import { loggerOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { accountSubject, addressSubject, deviceSubject, LOGIN_THROTTLE, pairSubject, unknownDeviceLockMs } from '../../src/core/login-throttle.js'
 import { generateApiKey, KEY_CHANGE_LIMIT, keyChangeSubject, MAX_LIVE_KEYS, newKeyId } from '../../src/core/api-keys.js'
@@ -15,7 +15,7 @@ import { hashSessionToken } from '../../src/core/sessions.js'
 import { createAccount } from '../../src/services/accounts.js'
 import { appendAuditEvent } from '../../src/services/audit-trail.js'
 import type { ApiKeyRow, Store } from '../../src/storage/store.js'
-import { buildTestApp, openTestStore, TEST_DEFAULTS } from '../helpers/build-app.js'
+import { buildTestApp, openTestStore, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
 import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, newKeyOf, PortalClient } from '../helpers/portal-client.js'
 import { startServer } from '../helpers/start-server.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
@@ -24,7 +24,7 @@ const PASSWORD = 'correct horse battery staple'
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
 
 async function secondInstance (t: TestContext, store: Store, env: Record<string, string> = {}): Promise<FastifyInstance> {
-  const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger: pino({ level: 'silent' }) })
+  const app = await buildServedApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger: pino({ level: 'silent' }) })
   t.after(() => app.close())
   return app
 }
@@ -812,7 +812,7 @@ describe('developer portal: surface', () => {
     const lines: string[] = []
     const sink = new Writable({ write (chunk: Buffer, _encoding, done) { lines.push(chunk.toString('utf8')); done() } })
     const config = loadConfig({ ...TEST_DEFAULTS, LOG_LEVEL: 'trace' })
-    const app = await buildApp({ config, store, logger: pino({ ...loggerOptions(config), level: 'trace' }, sink) })
+    const app = await buildServedApp({ config, store, logger: pino({ ...loggerOptions(config), level: 'trace' }, sink) })
     t.after(() => app.close())
     const browser = new PortalClient(app)
     await browser.signUp('olga@example.com', PASSWORD)
@@ -1154,7 +1154,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     await browser.signUp('counted@example.com', PASSWORD)
     const { key } = await browser.generateKey('reader', { scopes: ['animals:read'] })
     const row = await onlyKey(store, 'counted@example.com', 'reader')
-    const other = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS }), store, logger: pino({ level: 'silent' }) })
+    const other = await buildServedApp({ config: loadConfig({ ...TEST_DEFAULTS }), store, logger: pino({ level: 'silent' }) })
     try {
       assert.equal(await apiStatus(other, key), 200)
       assert.equal(await apiStatus(other, key), 200)

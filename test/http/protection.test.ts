@@ -3,10 +3,9 @@ import { once } from 'node:events'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
-import { buildApp } from '../../src/app.js'
 import { shedsFor } from '../../src/http/steps/load-shedding.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, createTestKey, METRICS_AUTH, TEST_DEFAULTS } from '../helpers/build-app.js'
+import { buildTestApp, createTestKey, METRICS_AUTH, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
 import { logLineSink } from '../helpers/log-lines.js'
 import { redisAvailable, REDIS_URL } from '../helpers/redis.js'
 import { routePaths } from '../helpers/routes.js'
@@ -51,7 +50,7 @@ describe('rate limiting', () => {
       return
     }
     const first = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '3', REDIS_URL })
-    const second = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, RATE_LIMIT_PER_MINUTE: '3', REDIS_URL }), store: first.store, logger: pino({ level: 'silent' }) })
+    const second = await buildServedApp({ config: loadConfig({ ...TEST_DEFAULTS, RATE_LIMIT_PER_MINUTE: '3', REDIS_URL }), store: first.store, logger: pino({ level: 'silent' }) })
     t.after(() => second.close())
     // Each instance may admit one request (the slack of a limit of 3) before it has seen the other's.
     const statuses: number[] = []

@@ -14,23 +14,24 @@ const PIPELINE = join('src', 'http', 'pipeline.ts')
 /**
  * A copy of the service whose pipeline list got three more lines, one edit in one file, as
  * CONTRIBUTING.md says a step is added: a step for every request right after the request
- * context, an api step right after authentication, and a step for every request at the end.
- * Each adds its name to a response header and logs a line once the request is answered.
+ * context, an api step right after authentication, and a step for every request right before the
+ * handler. Each adds its name to a response header as the request reaches it, and logs a line
+ * once the request is over.
  */
-function serviceWithTwoMoreSteps (t: TestContext): string {
+function serviceWithThreeMoreSteps (t: TestContext): string {
   const dir = tempDir(t)
   cpSync(join(ROOT, 'src'), join(dir, 'src'), { recursive: true })
   cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'))
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
   const source = readFileSync(join(dir, PIPELINE), 'utf8')
   const step = (name: string, scope: string): string =>
-    `{ name: '${name}', scope: '${scope}', onRequest: (_request, reply, done) => { reply.header('x-steps', [reply.getHeader('x-steps'), '${name}'].filter(Boolean).join(',')); done() }, ` +
-    `onResponse: (request, reply, done) => { request.server.log.info({ step: '${name}', requestId: request.id, statusCode: reply.statusCode }, 'step ran'); done() } },`
+    `{ name: '${name}', scope: '${scope}', onRequest: (exchange) => { exchange.header('x-steps', '${name}'); return undefined }, ` +
+    `onDone: (exchange) => { deps.log.info({ step: '${name}', requestId: exchange.id, statusCode: exchange.statusCode }, 'step ran') } },`
   const edited = source
     .replace(/^(\s*)requestContext\(\),$/m, (line, indent: string) => `${line}\n${indent}${step('first', 'every request')}`)
     .replace(/^(\s*)authentication\([^)]*\),$/m, (line, indent: string) => `${line}\n${indent}${step('api', 'api')}`)
-    .replace(/^(\s*)accessLog\(\)$/m, (line, indent: string) => `${line},\n${indent}${step('last', 'every request')}`)
-  assert.equal(edited.split('\n').length, source.split('\n').length + 3, 'the pipeline list has the lines the test inserts after')
+    .replace(/^(\s*)handler\(\),$/m, (line, indent: string) => `${indent}${step('last', 'every request')}\n${line}`)
+  assert.equal(edited.split('\n').length, source.split('\n').length + 3, 'the pipeline list has the lines the test inserts beside')
   writeFileSync(join(dir, PIPELINE), edited)
   return dir
 }
@@ -76,8 +77,8 @@ async function serve (t: TestContext, dir: string, databaseUrl: string, logs: Lo
 }
 
 describe('the request pipeline', () => {
-  test('a step added to the list in src/http/pipeline.ts runs for every route: cached and uncached, answered or refused', { timeout: 60_000 }, async (t) => {
-    const dir = serviceWithTwoMoreSteps(t)
+  test('a step added to the list in src/http/pipeline.ts runs for every route, in the order of the list: cached and uncached, answered or refused', { timeout: 60_000 }, async (t) => {
+    const dir = serviceWithThreeMoreSteps(t)
     const dbPath = dbFile(tempDir(t))
     const key = await seedApiKey(dbPath)
     const logs = new LogLines()
@@ -96,55 +97,47 @@ describe('the request pipeline', () => {
       assert.equal(created.status, 201)
     }
 
-    const api: Array<[string, string, Record<string, string>, string | undefined, number]> = [
-      ['GET', '/v1/pets?limit=5', auth, undefined, 200],
-      ['GET', '/v1/pets?limit=5', auth, undefined, 200], // the same full page again, now from the cache
-      ['GET', '/v1/pets', auth, undefined, 200], // the short tail page, never cached
-      ['GET', '/v1/pets/3', auth, undefined, 200],
-      ['GET', '/v1/pets/3', auth, undefined, 200], // cached
-      ['HEAD', '/v1/pets/3', auth, undefined, 200],
-      ['GET', '/v1/pets/999', auth, undefined, 404],
-      ['GET', '/v1/pets/abc', auth, undefined, 400],
-      ['GET', '/v1/pets?limit=0', auth, undefined, 400],
-      ['POST', '/v1/pets', json, '{"name":"Rex","categoryId":1}', 201],
-      ['POST', '/v1/pets', json, '{"name":""}', 400],
-      ['POST', '/v1/pets', { ...auth, 'content-type': 'text/plain' }, 'x', 415],
-      ['DELETE', '/v1/pets', auth, undefined, 405],
-      ['OPTIONS', '/v1/pets', auth, undefined, 204],
-      ['GET', '/v1/store/orders', auth, undefined, 501],
-      ['GET', '/v1/openapi.json', {}, undefined, 200]
+    // Each request meets the steps in list order until one answers it: the steps after that one do not see it.
+    const all = 'first, api, last'
+    const routed = 'first, api'
+    const api: Array<[string, string, Record<string, string>, string | undefined, number, string]> = [
+      ['GET', '/v1/pets?limit=5', auth, undefined, 200, all],
+      ['GET', '/v1/pets?limit=5', auth, undefined, 200, all], // the same full page again, now from the cache
+      ['GET', '/v1/pets', auth, undefined, 200, all], // the short tail page, never cached
+      ['GET', '/v1/pets/3', auth, undefined, 200, all],
+      ['GET', '/v1/pets/3', auth, undefined, 200, all], // cached
+      ['HEAD', '/v1/pets/3', auth, undefined, 200, all],
+      ['GET', '/v1/pets/999', auth, undefined, 404, all], // answered by the handler: no such animal
+      ['POST', '/v1/pets', json, '{"name":"Rex","categoryId":1}', 201, all],
+      ['GET', '/v1/store/orders', auth, undefined, 501, all],
+      ['GET', '/v1/openapi.json', {}, undefined, 200, all],
+      // Refused by validation, before the handler.
+      ['GET', '/v1/pets/abc', auth, undefined, 400, routed],
+      ['GET', '/v1/pets?limit=0', auth, undefined, 400, routed],
+      ['POST', '/v1/pets', json, '{"name":""}', 400, routed],
+      ['POST', '/v1/pets', { ...auth, 'content-type': 'text/plain' }, 'x', 415, routed],
+      // Answered by routing: an unknown path, another method, OPTIONS.
+      ['GET', '/v1/nope', auth, undefined, 404, routed],
+      ['DELETE', '/v1/pets', auth, undefined, 405, routed],
+      ['OPTIONS', '/v1/pets', auth, undefined, 204, routed],
+      // Refused by authentication: only the step before it.
+      ['GET', '/v1/pets', {}, undefined, 401, 'first'],
+      ['POST', '/v1/pets', { 'content-type': 'application/json' }, '{}', 401, 'first'],
+      ['GET', '/v1/nope', { authorization: 'Bearer ask_nope' }, undefined, 401, 'first']
     ]
-    for (const [method, path, headers, body, status] of api) {
+    for (const [method, path, headers, body, status, steps] of api) {
       const response = await sent(method, path, { headers, body })
       assert.equal(response.status, status, `${method} ${path}`)
-      assert.equal(response.headers.get('x-steps'), 'first,api,last', `${method} ${path}: the three steps ran, in the list's order`)
+      assert.equal(response.headers.get('x-steps'), steps, `${method} ${path}: the steps ran in the list's order, up to the one that answered`)
     }
 
-    // Answered by the routing step (an unknown path): the steps after it did not run.
-    const unknown = await sent('GET', '/v1/nope', { headers: auth })
-    assert.equal(unknown.status, 404)
-    assert.equal(unknown.headers.get('x-steps'), 'first,api')
-
-    // Refused by authentication: the steps after it did not run.
-    const refused: Array<[string, string, Record<string, string>]> = [
-      ['GET', '/v1/pets', {}],
-      ['POST', '/v1/pets', { 'content-type': 'application/json' }],
-      ['GET', '/v1/nope', { authorization: 'Bearer ask_nope' }]
-    ]
-    for (const [method, path, headers] of refused) {
-      const response = await sent(method, path, { headers, body: method === 'POST' ? '{}' : undefined })
-      assert.equal(response.status, 401, `${method} ${path}`)
-      assert.equal(response.headers.get('x-steps'), 'first', `${method} ${path}`)
-    }
-
-    // Outside /v1, api steps do not run; steps for every request do.
-    for (const path of ['/healthz', '/readyz', '/metrics', '/docs', '/portal/login']) {
+    // Outside /v1, api steps do not run; steps for every request do, up to the handler, which hands the request to the framework.
+    for (const path of ['/healthz', '/readyz', '/metrics', '/docs', '/portal/login', '/nope']) {
       const response = await sent('GET', path, {})
-      assert.equal(response.headers.get('x-steps'), 'first,last', path)
+      assert.equal(response.headers.get('x-steps'), 'first, last', path)
     }
-    assert.equal((await sent('GET', '/nope', {})).headers.get('x-steps'), 'first')
 
-    // Both steps for every request finished every request, 404s and refusals included, the last one too.
+    // Both steps for every request finished every request, whichever step answered it, refusals included.
     for (const name of ['first', 'last']) {
       const ran = (): Set<string> => new Set(logs.filter((line) => line.step === name).map((line) => String(line.requestId)))
       // The lines follow the answers: they are written once each response is sent.

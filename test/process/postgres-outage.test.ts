@@ -3,10 +3,9 @@ import { once } from 'node:events'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
-import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
-import { createTestKey, TEST_DEFAULTS } from '../helpers/build-app.js'
+import { createTestKey, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
 import { createTestSchema, POSTGRES_URL, postgresAvailable } from '../helpers/postgres.js'
 
 /** A TCP relay to PostgreSQL that the test can cut and restore, standing in for a database outage. */
@@ -56,7 +55,7 @@ describe('PostgreSQL outage', () => {
     const store = openPostgresStore(viaRelay.toString(), { poolSize: 4, onError: () => {} })
     t.after(() => store.close())
     await store.migrate()
-    const app = await buildApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'silent' }) })
+    const app = await buildServedApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'silent' }) })
     t.after(() => app.close())
     const auth = { authorization: `Bearer ${await createTestKey(store)}` }
 

@@ -1,10 +1,10 @@
-import type { FastifyInstance, FastifySchema } from 'fastify'
+import Fastify, { type FastifySchema } from 'fastify'
 import swagger from '@fastify/swagger'
 import { CURSOR_TEXT } from '../../core/cursor.js'
 import { IDEMPOTENCY_KEY_HEADER } from '../../core/idempotency.js'
 import { INT64_MAX, INT64_MIN } from '../../core/int64.js'
-import { ErrorSchema } from '../schemas/error.js'
-import { NewPetSchema, PetSchema, PetsSchema, PetStatusSchema } from '../schemas/pet.js'
+import type { Operation } from '../operation.js'
+import { SHARED_SCHEMAS } from '../schemas/shared.js'
 
 export interface OpenApiOptions {
   publicBaseUrl: string | undefined
@@ -96,11 +96,18 @@ export function shareRepeatedHeaders<D> (document: D): D {
 }
 
 /**
- * Registers the schemas shared by routes and document, then @fastify/swagger, which
- * builds the OpenAPI 3.1 document from the very route schemas that validate requests.
+ * The OpenAPI 3.1 document of the API, built by @fastify/swagger from the very schemas that
+ * validate the operations' requests. The framework's plugin builds a document from the routes it
+ * is given: here it is given each operation of the API, on an instance of its own that is never
+ * served (its routes answer nothing: the pipeline answers /v1), so the document is built once, at
+ * start-up, and the framework that serves the portal has no route of the API.
  */
-export async function registerOpenApi (app: FastifyInstance, options: OpenApiOptions): Promise<void> {
-  for (const schema of [PetStatusSchema, NewPetSchema, PetSchema, PetsSchema, ErrorSchema]) app.addSchema(schema)
+export async function describeApi (operations: readonly Operation[], options: OpenApiOptions): Promise<unknown> {
+  const describer = Fastify()
+  // Nothing is validated or serialised here: the schemas are only read.
+  describer.setValidatorCompiler(() => () => true)
+  describer.setSerializerCompiler(() => (data) => JSON.stringify(data))
+  for (const schema of SHARED_SCHEMAS) describer.addSchema(schema)
 
   // x-internal: false says that both servers are meant for outside clients.
   const servers = [
@@ -109,7 +116,7 @@ export async function registerOpenApi (app: FastifyInstance, options: OpenApiOpt
   ]
   const portal = options.publicBaseUrl === undefined ? undefined : new URL('/portal', options.publicBaseUrl).href
 
-  await app.register(swagger, {
+  await describer.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -139,4 +146,11 @@ export async function registerOpenApi (app: FastifyInstance, options: OpenApiOpt
     transform: ({ schema, url }) => ({ schema: withCheckedBounds(schema) as FastifySchema, url: url.replace(/^\/v1(?=\/)/, '') }),
     transformObject: (document) => 'openapiObject' in document ? shareRepeatedHeaders(document.openapiObject) : document.swaggerObject
   })
+  for (const operation of operations) {
+    describer.route({ method: operation.method, url: `/v1${operation.url}`, schema: operation.schema, handler: function describedOnly () {} })
+  }
+  await describer.ready()
+  const document = describer.swagger()
+  await describer.close()
+  return document
 }

@@ -1,15 +1,24 @@
-import type { FastifyInstance } from 'fastify'
-import { JSON_TYPE } from '../headers.js'
-import { documentJson } from '../plugins/openapi.js'
+import type { Answer } from '../exchange.js'
+import { jsonAnswer } from '../exchange.js'
+import type { Operation } from '../operation.js'
 import { errorResponses } from '../schemas/error.js'
-import { registerMethodFallbacks } from './method-fallbacks.js'
 
 const SHEDDING = { summary: 'Shedding load', code: 'service_unavailable', message: 'the service is overloaded; retry shortly' } as const
 const DRAINING = { summary: 'Draining before a stop', code: 'service_unavailable', message: 'the service is shutting down; retry shortly' } as const
 
-/** GET /v1/openapi.json: the document of the running service, public (the authentication step lets it through). */
-export async function openApiDocumentRoutes (app: FastifyInstance): Promise<void> {
-  app.get('/openapi.json', {
+/** The path of the one document under /v1 anyone may read without a key (the authentication step lets it through). */
+export const OPENAPI_DOCUMENT_PATH = '/v1/openapi.json'
+
+/**
+ * GET /v1/openapi.json: the document of the running service, public. `document` gives its JSON,
+ * written once the document is built (at start-up, from every operation's schema).
+ */
+export function openApiDocumentOperation (document: () => string): Operation {
+  let answer: Answer | undefined
+  return {
+    operationId: 'getOpenApiDocument',
+    method: 'GET',
+    url: '/openapi.json',
     schema: {
       operationId: 'getOpenApiDocument',
       summary: 'This OpenAPI document',
@@ -22,9 +31,10 @@ export async function openApiDocumentRoutes (app: FastifyInstance): Promise<void
         // No key, so no rate limit and no database: only shedding and draining can refuse it.
         ...errorResponses([503], { 503: { overloaded: SHEDDING, shuttingDown: DRAINING } })
       }
+    },
+    handle: function getOpenApiDocument () {
+      answer ??= jsonAnswer(200, document())
+      return answer
     }
-  }, async function getOpenApiDocument (_request, reply) {
-    return reply.type(JSON_TYPE).send(documentJson(app.swagger()))
-  })
-  registerMethodFallbacks(app, '/openapi.json', ['GET'])
+  }
 }

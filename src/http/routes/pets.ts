@@ -1,5 +1,3 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { ApiError } from '../../core/errors.js'
 import { parsePositiveInt64Text } from '../../core/int64.js'
@@ -7,35 +5,37 @@ import { petToJson } from '../../core/pets.js'
 import { parseIdempotencyKey } from '../../core/idempotency.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
+import type { Answer, Exchange } from '../exchange.js'
 import { createdHeaders, deprecationHeaders } from '../headers.js'
 import { EXACT_CATEGORY_ID } from '../json-body.js'
-import type { ListPetsRequest, PetReads, ReadAnswer } from '../pet-reads.js'
+import type { Operation } from '../operation.js'
+import type { ListPetsRequest, PetReads } from '../pet-reads.js'
 import { errorResponses, keyedResponses, withHeaders, type ErrorExamples } from '../schemas/error.js'
 import { DEPRECATION_HEADERS, ETAG_HEADER, LOCATION_HEADER, NEXT_LINK_HEADER } from '../schemas/headers.js'
 import { requiresScope } from '../schemas/scopes.js'
-import { IdempotencyKeyHeaderSchema, ListPetsQuerySchema, PAGE_SIZE, PetIdParamsSchema, type NewPet } from '../schemas/pet.js'
-import { registerMethodFallbacks } from './method-fallbacks.js'
+import { IdempotencyKeyHeaderSchema, ListPetsQuerySchema, PAGE_SIZE, PetIdParamsSchema, type ListPetsQuery, type NewPet } from '../schemas/pet.js'
 
-export interface PetRoutesOptions {
+export interface PetOperationsOptions {
   catalog: PetCatalog
   reads: PetReads
   idempotencyKeys: IdempotencyKeys
 }
 
 const LIMIT_TEXT = /^[1-9][0-9]*$/
-/** A 304 has no body; sending null would make Fastify serialise "null" and announce 4 bytes. */
-const NO_BODY = undefined as unknown as null
 
 const PetRef = Type.Ref('Pet')
 const PetsRef = Type.Ref('Pets')
 const NewPetRef = Type.Ref('NewPet')
 
+/** The query as fast-querystring parses it: a repeated parameter is an array. */
+type RawQuery = Record<string, string | string[] | undefined>
+
 /**
  * docs/decisions.md: query parameters are checked as written, each at most once, before
- * the schema checks their range: Ajv's coercion would accept " 20", "1e1" or "0x14".
+ * the schema checks their range: a coercing validator would accept " 20", "1e1" or "0x14".
  */
-function readListQuery (request: FastifyRequest): void {
-  const raw = request.query as Record<string, string | string[] | undefined>
+function readListQuery (exchange: Exchange): void {
+  const raw = exchange.query as RawQuery
   const single = (name: string): string | undefined => {
     const value = raw[name]
     if (Array.isArray(value)) throw ApiError.invalidRequest(`query parameter ${name} must be given at most once`)
@@ -48,47 +48,19 @@ function readListQuery (request: FastifyRequest): void {
     throw ApiError.invalidRequest(`query parameter limit must be an integer from ${PAGE_SIZE.minimum} to ${PAGE_SIZE.maximum}, written as digits`)
   }
   if (cursor === '') throw ApiError.invalidRequest('query parameter cursor must not be empty')
-  request.query = {
-    ...(limit !== undefined && { limit: Number(limit) }),
-    ...(status !== undefined && { status }),
-    ...(cursor !== undefined && { cursor })
-  }
+  const query: ListPetsQuery = {}
+  if (limit !== undefined) query.limit = Number(limit)
+  if (status !== undefined) query.status = status as ListPetsQuery['status']
+  if (cursor !== undefined) query.cursor = cursor
+  exchange.query = query
 }
 
-function readPetId (request: FastifyRequest): void {
-  const params = request.params as { petId: string }
-  const petId = parsePositiveInt64Text(params.petId)
+function readPetId (exchange: Exchange): void {
+  const petId = parsePositiveInt64Text((exchange.params as { petId: string }).petId)
   if (petId === undefined) {
     throw ApiError.invalidRequest('path parameter petId must be an integer from 1 to 9223372036854775807, written as digits')
   }
-  request.params = { petId: Number(petId) }
-}
-
-function addDeprecationHeaders (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void {
-  reply.headers(DEPRECATION_HEADER_VALUES)
-  done(null, payload)
-}
-
-const DEPRECATION_HEADER_VALUES = deprecationHeaders()
-
-/** Sends an answer whose header list was built once, for as long as its page or animal is cached. */
-function sendAnswer (reply: FastifyReply, { statusCode, headers, body }: Pick<ReadAnswer, 'headers' | 'body'> & { statusCode: number }): FastifyReply {
-  reply.code(statusCode)
-  for (let index = 0; index < headers.length; index += 2) reply.header(headers[index] ?? '', headers[index + 1])
-  return reply.send(body ?? NO_BODY)
-}
-
-/** A synchronous check as a callback-style hook: no promise per request. */
-function hook (check: (request: FastifyRequest) => void) {
-  return function runCheck (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
-    try {
-      check(request)
-    } catch (error) {
-      done(error as Error)
-      return
-    }
-    done()
-  }
+  exchange.params = { petId: Number(petId) }
 }
 
 /** What the server answers to each kind of invalid request, as the document shows it. */
@@ -110,19 +82,24 @@ const GET_PET_404: ErrorExamples = {
   unknown: { summary: 'No animal has this id', code: 'not_found', message: 'no animal has id 999999' }
 }
 
-function readIdempotencyKey (request: FastifyRequest): string | undefined {
-  const header = request.headers['idempotency-key']
+function readIdempotencyKey (exchange: Exchange): string | undefined {
+  const header = exchange.headers['idempotency-key']
   if (header === undefined) return undefined
   const key = typeof header === 'string' ? parseIdempotencyKey(header) : undefined
   if (key === undefined) throw ApiError.invalidRequest('header Idempotency-Key must be 1 to 255 visible ASCII characters, sent once')
   return key
 }
 
-export async function petRoutes (fastify: FastifyInstance, { catalog, reads, idempotencyKeys }: PetRoutesOptions): Promise<void> {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+/** listPets, createPet and getPet. */
+export function petOperations ({ catalog, reads, idempotencyKeys }: PetOperationsOptions): Operation[] {
+  const created = (id: number, body: string): Answer =>
+    ({ statusCode: 201, headers: [...createdHeaders(id), 'content-length', String(Buffer.byteLength(body))], body })
 
-  app.get('/pets', {
-    preValidation: hook(readListQuery),
+  const listPets: Operation = {
+    operationId: 'listPets',
+    method: 'GET',
+    url: '/pets',
+    prepare: readListQuery,
     schema: requiresScope('animals:read', {
       operationId: 'listPets',
       summary: 'List animals',
@@ -138,18 +115,19 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
         304: { description: 'Not modified: the full page matching If-None-Match is unchanged; no body.', type: 'null' },
         ...errorResponses([400, 401], { 400: LIST_PETS_400 })
       })
-    })
-  }, function listPets (request, reply) {
-    // The schema's default fills in limit.
-    const { limit = PAGE_SIZE.default, status, cursor } = request.query
-    const wanted: ListPetsRequest = { limit, status, cursor, ifNoneMatch: request.headers['if-none-match'] }
-    // A cached page is answered in this turn of the event loop, without a promise.
-    const cached = reads.cachedListPets(wanted)
-    if (cached !== undefined) return sendAnswer(reply, cached)
-    return reads.listPets(wanted).then((answer) => sendAnswer(reply, answer))
-  })
+    }),
+    handle: function listPets (exchange) {
+      const { limit = PAGE_SIZE.default, status, cursor } = exchange.query as ListPetsQuery
+      const wanted: ListPetsRequest = { limit, status, cursor, ifNoneMatch: exchange.headers['if-none-match'] }
+      // A cached page is answered in this turn of the event loop, without a promise.
+      return reads.cachedListPets(wanted) ?? reads.listPets(wanted)
+    }
+  }
 
-  app.post('/pets', {
+  const createPet: Operation = {
+    operationId: 'createPet',
+    method: 'POST',
+    url: '/pets',
     schema: requiresScope('animals:write', {
       operationId: 'createPet',
       summary: 'Add an animal',
@@ -166,36 +144,39 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
         },
         ...errorResponses([400, 401, 409, 413, 415, 422], { 400: CREATE_PET_400 })
       })
-    })
-  }, async function createPet (request, reply) {
-    const body = request.body as NewPet & { [EXACT_CATEGORY_ID]?: bigint }
-    const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
-    const key = readIdempotencyKey(request)
-    const claim = key === undefined || request.apiKey === null ? undefined : { apiKeyId: request.apiKey.keyId, key }
-    const created = (id: number, body: string): FastifyReply => sendAnswer(reply, { statusCode: 201, headers: createdHeaders(id), body })
+    }),
+    handle: async function createPet (exchange) {
+      const body = exchange.body as NewPet & { [EXACT_CATEGORY_ID]?: bigint }
+      const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
+      const key = readIdempotencyKey(exchange)
+      const claim = key === undefined || exchange.key === null ? undefined : { apiKeyId: exchange.key.keyId, key }
 
-    if (claim !== undefined) {
-      const earlier = await idempotencyKeys.claim(claim, pet)
-      if (earlier.outcome === 'mismatch') throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was already used with a different animal; use a new key')
-      if (earlier.outcome === 'in_flight') throw new ApiError('idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly')
-      if (earlier.outcome === 'completed') {
-        const body = await catalog.findById(earlier.petId)
-        if (body === undefined) throw new Error(`idempotency key refers to missing animal ${earlier.petId}`)
-        return created(earlier.petId, body)
+      if (claim !== undefined) {
+        const earlier = await idempotencyKeys.claim(claim, pet)
+        if (earlier.outcome === 'mismatch') throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was already used with a different animal; use a new key')
+        if (earlier.outcome === 'in_flight') throw new ApiError('idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly')
+        if (earlier.outcome === 'completed') {
+          const body = await catalog.findById(earlier.petId)
+          if (body === undefined) throw new Error(`idempotency key refers to missing animal ${earlier.petId}`)
+          return created(earlier.petId, body)
+        }
+      }
+      try {
+        const { id } = await catalog.create(pet, claim)
+        return created(id, petToJson({ id, ...pet }))
+      } catch (error) {
+        if (claim !== undefined) await idempotencyKeys.release(claim).catch(() => {})
+        throw error
       }
     }
-    try {
-      const { id } = await catalog.create(pet, claim)
-      return created(id, petToJson({ id, ...pet }))
-    } catch (error) {
-      if (claim !== undefined) await idempotencyKeys.release(claim).catch(() => {})
-      throw error
-    }
-  })
+  }
 
-  app.get('/pets/:petId', {
-    preValidation: hook(readPetId),
-    onSend: addDeprecationHeaders,
+  const getPet: Operation = {
+    operationId: 'getPet',
+    method: 'GET',
+    url: '/pets/:petId',
+    fields: Object.entries(deprecationHeaders()).flat(),
+    prepare: readPetId,
     schema: requiresScope('animals:read', {
       operationId: 'getPet',
       summary: 'Get an animal (deprecated)',
@@ -207,17 +188,17 @@ export async function petRoutes (fastify: FastifyInstance, { catalog, reads, ide
         200: { ...PetRef, description: 'The animal.' },
         ...errorResponses([400, 401, 404], { 400: GET_PET_400, 404: GET_PET_404 })
       }), DEPRECATION_HEADERS)
-    })
-  }, function getPet (request, reply) {
-    const { petId } = request.params
-    const cached = reads.cachedPet(petId)
-    if (cached !== undefined) return sendAnswer(reply, cached)
-    return reads.getPet(petId).then((answer) => {
-      if (answer === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
-      return sendAnswer(reply, answer)
-    })
-  })
+    }),
+    handle: function getPet (exchange) {
+      const { petId } = exchange.params as { petId: number }
+      const cached = reads.cachedPet(petId)
+      if (cached !== undefined) return cached
+      return reads.getPet(petId).then((answer) => {
+        if (answer === undefined) throw ApiError.notFound(`no animal has id ${Number.isSafeInteger(petId) ? petId : 'beyond 2^53'}`)
+        return answer
+      })
+    }
+  }
 
-  registerMethodFallbacks(app, '/pets', ['GET', 'POST'])
-  registerMethodFallbacks(app, '/pets/:petId', ['GET'])
+  return [listPets, createPet, getPet]
 }

@@ -1,14 +1,17 @@
-import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../../core/errors.js'
+import type { Operation } from '../operation.js'
 import { errorResponses, keyedResponses, type ErrorExamples } from '../schemas/error.js'
-import { registerMethodFallbacks } from './method-fallbacks.js'
 
 const NOT_IMPLEMENTED: ErrorExamples = {
   notImplemented: { summary: 'Always', code: 'not_implemented', message: 'store orders are not available in this version of the API' }
 }
 
-export async function storeOrderRoutes (app: FastifyInstance): Promise<void> {
-  app.get('/store/orders', {
+/** listStoreOrders: named by the specification without any behaviour, so it always answers 501. */
+export function storeOrderOperations (): Operation[] {
+  return [{
+    operationId: 'listStoreOrders',
+    method: 'GET',
+    url: '/store/orders',
     schema: {
       operationId: 'listStoreOrders',
       summary: 'List store orders (not implemented)',
@@ -16,9 +19,9 @@ export async function storeOrderRoutes (app: FastifyInstance): Promise<void> {
       tags: ['store'],
       'x-stability': 'experimental',
       response: keyedResponses(errorResponses([401, 501], { 501: NOT_IMPLEMENTED }))
+    },
+    handle: function listStoreOrders () {
+      throw new ApiError('not_implemented', 'store orders are not available in this version of the API')
     }
-  }, async function listStoreOrders () {
-    throw new ApiError('not_implemented', 'store orders are not available in this version of the API')
-  })
-  registerMethodFallbacks(app, '/store/orders', ['GET'])
+  }]
 }

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino'
 import type { Step } from '../pipeline.js'
-import { requestLoggerOf } from './request-context.js'
 
 /** Query values that look like an API key, and parameters named like a secret, whatever their value. */
 const SECRET_IN_QUERY = /((?:^|[?&])(?:api_key|apikey|key|token|access_token|secret|password)=)[^&]*|ask_[0-9A-Za-z]+/gi
@@ -22,38 +21,28 @@ function redact (_match: string, name: string | undefined): string {
 }
 
 /**
- * One structured info line per request when it has been answered: request id, the caller's trace,
- * method, URL (secrets redacted), status and milliseconds. Written on the application's logger, whose
- * destination gathers lines and writes them in batches (services/log-destination.ts), so a line
- * costs its serialisation and a push onto an array.
+ * One structured info line per request once it is over: request id, the caller's trace, method,
+ * URL (secrets redacted), status and milliseconds; a client that went away before its answer (in
+ * the middle of its body, say) is a line of its own, no failure of the service. Written on the
+ * service's logger, whose destination gathers lines and writes them in batches
+ * (services/log-destination.ts), so a line costs its serialisation and a push onto an array.
  */
-export function accessLog (): Step {
+export function accessLog (log: Logger): Step {
   return {
     name: 'access log',
     scope: 'every request',
-    onResponse: function writeAccessLog (request, reply, done) {
-      const log = request.server.log as Logger
-      if (log.isLevelEnabled('info')) {
-        const trace = requestLoggerOf(request).traceContext()
-        log.info({
-          requestId: request.id,
-          ...trace,
-          method: request.method,
-          url: loggableUrl(request.url),
-          statusCode: reply.statusCode,
-          ms: Math.round(reply.elapsedTime * 100) / 100
-        }, 'request completed')
+    onDone: function writeAccessLog (exchange) {
+      if (!log.isLevelEnabled('info')) return
+      const url = loggableUrl(exchange.url)
+      // The caller's trace, when it sent one: most requests carry none, and their line is a plain literal.
+      const trace = exchange.headers.traceparent === undefined ? undefined : exchange.log.traceContext()
+      if (exchange.abandoned) {
+        log.info({ requestId: exchange.id, ...trace, method: exchange.method, url }, 'the client went away before its request was answered')
+        return
       }
-      done()
-    },
-    // A client that closes its connection in the middle of its request is an event of its own, no failure of the service.
-    onRequestAbort: function logAbandoned (request, done) {
-      const log = request.server.log as Logger
-      if (log.isLevelEnabled('info')) {
-        log.info({ requestId: request.id, ...requestLoggerOf(request).traceContext(), method: request.method, url: loggableUrl(request.url) },
-          'the client went away before its request was answered')
-      }
-      done()
+      const ms = Math.round(exchange.elapsedMs() * 100) / 100
+      if (trace === undefined) log.info({ requestId: exchange.id, method: exchange.method, url, statusCode: exchange.statusCode, ms }, 'request completed')
+      else log.info({ requestId: exchange.id, ...trace, method: exchange.method, url, statusCode: exchange.statusCode, ms }, 'request completed')
     }
   }
 }

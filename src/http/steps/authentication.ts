@@ -1,29 +1,27 @@
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyReply, FastifyRequest } from 'fastify'
 import { bearerTokenOf } from '../../core/api-keys.js'
 import { ApiError } from '../../core/errors.js'
 import { hasExpired, type KeyVerifier, type VerifiedKey } from '../../services/key-verifier.js'
+import { errorAnswer, type Answer, type Exchange } from '../exchange.js'
 import { WWW_AUTHENTICATE, WWW_AUTHENTICATE_EXPIRED, WWW_AUTHENTICATE_INVALID } from '../headers.js'
 import type { Step } from '../pipeline.js'
+import { OPENAPI_DOCUMENT_PATH } from '../routes/openapi-document.js'
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The verified key of the request; null for the public document and outside /v1. */
-    apiKey: VerifiedKey | null
-  }
-}
-
-/** The one document under /v1 anyone may read without a key. */
-const PUBLIC_PATH = '/v1/openapi.json'
 const PUBLIC_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS'])
 
-function isPublic (request: FastifyRequest): boolean {
-  if (!PUBLIC_METHODS.has(request.method)) return false
-  const url = request.url
-  // A path with escapes (/v1/%6fpenapi.json) routes where its decoded form does: ask the router.
-  if (url.includes('%')) return request.routeOptions.url === PUBLIC_PATH
-  return url.startsWith(PUBLIC_PATH) && (url.length === PUBLIC_PATH.length || url.charCodeAt(PUBLIC_PATH.length) === 0x3f /* ? */)
+/** Whether the request reads the one document under /v1 anyone may read without a key. */
+function isPublic (exchange: Exchange): boolean {
+  if (!PUBLIC_METHODS.has(exchange.method)) return false
+  const path = exchange.path
+  if (path === OPENAPI_DOCUMENT_PATH) return true
+  // A path with escapes (/v1/%6fpenapi.json) routes where its decoded form does; an escaped slash routes nowhere.
+  if (!path.includes('%') || /%2f/i.test(path)) return false
+  try {
+    return decodeURIComponent(path) === OPENAPI_DOCUMENT_PATH
+  } catch {
+    return false
+  }
 }
 
 /** Node keeps only the first of repeated Authorization headers; the raw list shows the others. */
@@ -73,7 +71,7 @@ interface PresentedKey { authorization: string, key: VerifiedKey, generation: nu
  * whatever else is wrong with it. A key verified before costs one SHA-256 and a map lookup;
  * a keep-alive connection that sends the same header again costs a string comparison.
  */
-export function authentication (verifier: KeyVerifier, events: AuthenticationEvents): Step {
+export function authentication (verifier: KeyVerifier, events: AuthenticationEvents, addressOf: (request: IncomingMessage) => string): Step {
   /**
    * The header is held no longer than the connection that carries it, and only while no key
    * was forgotten since (a revocation moves the generation). Parsing the header and hashing
@@ -81,10 +79,10 @@ export function authentication (verifier: KeyVerifier, events: AuthenticationEve
    */
   const lastKeyOf = new WeakMap<Socket, PresentedKey>()
 
-  function knownKey (request: FastifyRequest, authorization: string | undefined): VerifiedKey | undefined {
+  function knownKey (exchange: Exchange, authorization: string | undefined): VerifiedKey | undefined {
     if (authorization === undefined) return undefined
     const generation = verifier.generation
-    const socket = request.raw.socket
+    const socket = exchange.request.socket
     const last = lastKeyOf.get(socket)
     if (last !== undefined && last.authorization === authorization && last.generation === generation) {
       verifier.used(last.key)
@@ -96,40 +94,26 @@ export function authentication (verifier: KeyVerifier, events: AuthenticationEve
     return key
   }
 
-  function verified (request: FastifyRequest, done: (error?: Error) => void, key: VerifiedKey): void {
+  function verified (exchange: Exchange, key: VerifiedKey): Answer | undefined {
     // A remembered key carries its expiry: comparing it with the clock here is what refuses it on every instance at once.
     if (key.expiresAt !== Infinity && hasExpired(key, Date.now())) {
-      events.keyExpired(key, request.ip)
-      done(expiredKeyError(key))
-      return
+      events.keyExpired(key, addressOf(exchange.request))
+      return errorAnswer(exchange, expiredKeyError(key))
     }
-    request.apiKey = key
-    done()
+    exchange.key = key
+    return undefined
   }
 
   return {
     name: 'authentication',
     scope: 'api',
-    setUp (app) {
-      app.decorateRequest('apiKey', null)
-    },
-    // The pipeline runs it for the API's requests only (scope api).
-    onRequest: function authenticateRequest (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
-      if (isPublic(request)) {
-        done()
-        return
-      }
-      if (authorizationCount(request.raw) > 1) {
-        done(ApiError.invalidRequest('send one Authorization header, not several'))
-        return
-      }
-      const authorization = request.headers.authorization
-      const known = knownKey(request, authorization)
-      if (known !== undefined) {
-        verified(request, done, known)
-        return
-      }
-      authenticate(verifier, authorization).then((key) => { verified(request, done, key) }, done)
+    onRequest: function authenticateRequest (exchange) {
+      if (isPublic(exchange)) return undefined
+      if (authorizationCount(exchange.request) > 1) return errorAnswer(exchange, ApiError.invalidRequest('send one Authorization header, not several'))
+      const authorization = exchange.headers.authorization
+      const known = knownKey(exchange, authorization)
+      if (known !== undefined) return verified(exchange, known)
+      return authenticate(verifier, authorization).then((key) => verified(exchange, key))
     }
   }
 }

@@ -1,18 +1,24 @@
+import type { ApiRoutes } from '../api-routes.js'
 import type { Step } from '../pipeline.js'
 
 /**
- * Headers on every response, set as the request arrives so that every answer carries them,
- * refusals included: the request id (X-Request-Id) and nosniff. (A refusal sent before the
- * request's body was read also says Connection: close: see sendError.)
+ * Header fields on every answer, refusals included: the request id (X-Request-Id) and nosniff; on
+ * an operation's path, the fields of every answer there (getPet's Deprecation, Sunset and
+ * successor Link), whether the operation answered or a step refused it first. (A refusal sent
+ * before the request's body was read also says Connection: close: see errorAnswer.)
  */
-export function commonHeaders (): Step {
+export function commonHeaders (routes: ApiRoutes): Step {
   return {
     name: 'common headers',
     scope: 'every request',
-    onRequest: function addCommonHeaders (request, reply, done) {
-      reply.header('x-request-id', request.id)
-      reply.header('x-content-type-options', 'nosniff')
-      done()
+    onAnswer: function addCommonHeaders (exchange) {
+      exchange.fields.push('x-request-id', exchange.id, 'x-content-type-options', 'nosniff')
+      if (!exchange.isApi) return
+      let own: readonly string[] | undefined
+      try {
+        own = routes.routeOf(exchange)?.operation?.fields
+      } catch {}
+      if (own !== undefined) for (const field of own) exchange.fields.push(field)
     }
   }
 }

@@ -1,23 +1,27 @@
 import type { UsageRecorder } from '../../services/usage-recorder.js'
+import type { ApiRoutes } from '../api-routes.js'
 import type { Step } from '../pipeline.js'
 
 /**
- * Counts each answered request of a valid key by operation (named by the authorization step) and
- * outcome (services/usage-recorder.ts): what the portal's usage chart and `keys usage` show. A
- * request that matched no operation counts as `other`.
+ * Counts each answered request of a valid key by operation and outcome
+ * (services/usage-recorder.ts): what the portal's usage chart and `keys usage` show. A request
+ * refused before it was routed (over the rate limit) counts under the operation its method and
+ * path name; one that names none counts as `other`.
  */
-export function keyUsage (recorder: UsageRecorder): Step {
+export function keyUsage (recorder: UsageRecorder, routes: ApiRoutes): Step {
   return {
     name: 'key usage',
     scope: 'api',
-    onResponse: function countKeyUse (request, reply, done) {
-      const key = request.apiKey
-      if (key !== null) {
-        // A request refused before the operation was named (over the rate limit) still belongs to its route's operation.
-        const operation = request.operation !== 'other' || request.is404 ? request.operation : (request.routeOptions.schema?.operationId ?? 'other')
-        recorder.count(key.keyId, operation, reply.statusCode)
+    onDone: function countKeyUse (exchange) {
+      const key = exchange.key
+      if (key === null || exchange.abandoned) return
+      let operation = exchange.operation
+      if (operation === undefined) {
+        try {
+          operation = routes.routeOf(exchange)?.operation
+        } catch {}
       }
-      done()
+      recorder.count(key.keyId, operation?.operationId ?? 'other', exchange.statusCode)
     }
   }
 }

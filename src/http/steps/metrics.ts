@@ -1,4 +1,6 @@
 import type { Metrics } from '../../services/metrics.js'
+import type { ApiRoutes } from '../api-routes.js'
+import { handedOver } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
 /** The methods the service serves; any other counts as `other`, so odd methods cannot add series. */
@@ -9,26 +11,30 @@ const METHOD_LABELS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTI
  * duration. Unknown routes count as one route, `unmatched`. Counted in plain numbers, turned into
  * Prometheus series only when scraped (services/metrics.ts).
  */
-export function metricsStep (metrics: Metrics | undefined): Step {
+export function metricsStep (metrics: Metrics | undefined, routes: ApiRoutes): Step {
   if (metrics === undefined) return { name: 'metrics', scope: 'every request' }
   return {
     name: 'metrics',
     scope: 'every request',
-    onRequest: function countInFlight (_request, _reply, done) {
+    setUp (framework) {
+      // The route template of a request the framework answers, as its router matched it.
+      framework.addHook('onRequest', function nameFrameworkRoute (request, _reply, done) {
+        const exchange = handedOver.get(request.raw)
+        if (exchange !== undefined && !request.is404) exchange.frameworkRoute = request.routeOptions.url
+        done()
+      })
+    },
+    onRequest: function countInFlight () {
       metrics.inFlightRequests++
-      done()
+      return undefined
     },
-    onResponse: function countRequest (request, reply, done) {
+    onDone: function countRequest (exchange) {
       metrics.inFlightRequests--
-      const method = METHOD_LABELS.has(request.method) ? request.method : 'other'
-      const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched')
-      metrics.requests.record(reply.elapsedTime / 1000, method, route, String(reply.statusCode))
-      done()
-    },
-    // Instead of onResponse: the request was never answered.
-    onRequestAbort: function countAbandoned (_request, done) {
-      metrics.inFlightRequests--
-      done()
+      // A request the client gave up on was never answered: in flight no more, and nothing to time.
+      if (exchange.abandoned) return
+      const method = METHOD_LABELS.has(exchange.method) ? exchange.method : 'other'
+      const route = exchange.isApi ? routes.templateOf(exchange) : (exchange.frameworkRoute ?? 'unmatched')
+      metrics.requests.record(exchange.elapsedMs() / 1000, method, route, String(exchange.statusCode))
     }
   }
 }

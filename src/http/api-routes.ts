@@ -1,0 +1,87 @@
+import { METHODS } from 'node:http'
+import FindMyWay from 'find-my-way'
+import { ApiError } from '../core/errors.js'
+import { MAX_PATH_SEGMENT_LENGTH } from './errors.js'
+import type { Exchange } from './exchange.js'
+import { allowedMethods, type Operation } from './operation.js'
+
+/** A path of the API and the operations it has, by method. */
+export interface Resource {
+  /** As metrics label it: `/v1/pets/:petId`. */
+  readonly template: string
+  /** By method; HEAD answers as GET does. */
+  readonly operations: ReadonlyMap<string, Operation>
+  /** The Allow field of its 405 and OPTIONS answers. */
+  readonly allow: string
+}
+
+/** What the router found for a request: its path's resource, the operation its method names (if any), the parameters. */
+export interface Route {
+  readonly resource: Resource
+  readonly operation: Operation | undefined
+  readonly params: Record<string, string | undefined>
+  /** The query, as parsed with the path (fast-querystring: a repeated parameter is an array). */
+  readonly query: Record<string, unknown>
+}
+
+/** A path segment longer than MAX_PATH_SEGMENT_LENGTH. */
+const SEGMENT_TOO_LONG = 'segment too long'
+
+/** What Exchange.routed holds once the router was asked: the route, null when no path of the API matches, or a path segment too long. */
+export type Routed = Route | null | typeof SEGMENT_TOO_LONG
+
+/**
+ * The API's operations, found by method and path with find-my-way (the router Fastify uses).
+ * What a request's route is, is asked by several steps (routing, and the metrics and usage counts
+ * of a request refused before it), and found once.
+ */
+export class ApiRoutes {
+  private readonly router = FindMyWay({
+    maxParamLength: MAX_PATH_SEGMENT_LENGTH,
+    // Found with no store of its own: see lookUp.
+    onMaxParamLength: () => {}
+  })
+
+  constructor (readonly operations: readonly Operation[]) {
+    const byPath = new Map<string, Operation[]>()
+    for (const operation of operations) byPath.set(operation.url, [...byPath.get(operation.url) ?? [], operation])
+    for (const [url, served] of byPath) {
+      const template = `/v1${url}`
+      const byMethod = new Map(served.map((operation) => [operation.method as string, operation]))
+      const get = byMethod.get('GET')
+      if (get !== undefined) byMethod.set('HEAD', get)
+      const resource: Resource = { template, operations: byMethod, allow: allowedMethods(served) }
+      // Every method Node accepts routes to the path, so that a known path answers 405 with Allow instead of 404.
+      this.router.on(METHODS.filter((method) => method !== 'CONNECT') as FindMyWay.HTTPMethod[], template, () => {}, resource)
+    }
+  }
+
+  /** The request's route, or undefined when no path of the API matches; throws the 400 of an over-long path segment. */
+  routeOf (exchange: Exchange): Route | undefined {
+    let route = exchange.routed as Routed | undefined
+    if (route === undefined) {
+      route = this.lookUp(exchange)
+      exchange.routed = route
+    }
+    if (route === SEGMENT_TOO_LONG) throw ApiError.invalidRequest(`a path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`)
+    return route ?? undefined
+  }
+
+  /** The route template as metrics label it: the path's, or `unmatched`. */
+  templateOf (exchange: Exchange): string {
+    try {
+      return this.routeOf(exchange)?.resource.template ?? 'unmatched'
+    } catch {
+      return 'unmatched'
+    }
+  }
+
+  private lookUp (exchange: Exchange): Routed {
+    const found = this.router.find(exchange.method as FindMyWay.HTTPMethod, exchange.url)
+    if (found === null) return null
+    // The router's answer for a parameter over maxParamLength is the onMaxParamLength handler, without a store.
+    if (found.store === null) return SEGMENT_TOO_LONG
+    const resource = found.store as Resource
+    return { resource, operation: resource.operations.get(exchange.method), params: found.params, query: found.searchParams }
+  }
+}
