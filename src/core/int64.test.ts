@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { parseInt64Literal, parsePositiveInt64Text } from './int64.js'
+import { parseInt64Literal, parsePositiveInt64Number } from './int64.js'
 
 test('parseInt64Literal keeps integers beyond 2^53 exactly', () => {
   assert.equal(parseInt64Literal('9007199254740993'), 9007199254740993n)
@@ -26,10 +26,12 @@ test('parseInt64Literal refuses overflow, anything that is not exactly an intege
   }
 })
 
-test('parsePositiveInt64Text accepts 1..2^63-1 written without sign or leading zero', () => {
-  assert.equal(parsePositiveInt64Text('1'), 1n)
-  assert.equal(parsePositiveInt64Text('9223372036854775807'), 9223372036854775807n)
+test('parsePositiveInt64Number accepts 1..2^63-1 written without sign or leading zero', () => {
+  assert.equal(parsePositiveInt64Number('1'), 1)
+  assert.equal(parsePositiveInt64Number('999999999999999'), 999999999999999)
+  assert.equal(parsePositiveInt64Number('9007199254740993'), 9007199254740992, 'beyond 2^53: the nearest double')
+  assert.equal(parsePositiveInt64Number('9223372036854775807'), 9223372036854775807)
   for (const text of ['0', '01', '-1', '+1', '1.0', '9223372036854775808', '10000000000000000000', 'abc', ' 1']) {
-    assert.equal(parsePositiveInt64Text(text), undefined, text)
+    assert.equal(parsePositiveInt64Number(text), undefined, text)
   }
 })

@@ -35,9 +35,16 @@ export function exactInteger (value: bigint | string): number | bigint {
   return Number.isSafeInteger(number) ? number : exact
 }
 
-/** A positive int64 written as the contract wants it in a path: no sign, no leading zero. */
-export function parsePositiveInt64Text (text: string): bigint | undefined {
-  if (!/^[1-9][0-9]{0,18}$/.test(text)) return undefined
+const POSITIVE_INT64_TEXT = /^[1-9][0-9]{0,18}$/
+
+/**
+ * A positive int64 written as the contract wants it in a path (no sign, no leading zero), as a
+ * number: exact up to 15 digits (every id the service assigns), the nearest double beyond, which no
+ * animal has. Only an id of 16 digits or more makes a bigint, to be compared with 2^63 − 1.
+ */
+export function parsePositiveInt64Number (text: string): number | undefined {
+  if (!POSITIVE_INT64_TEXT.test(text)) return undefined
+  if (text.length <= 15) return Number(text)
   const value = BigInt(text)
-  return value <= INT64_MAX ? value : undefined
+  return value <= INT64_MAX ? Number(value) : undefined
 }

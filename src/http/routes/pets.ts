@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { ApiError } from '../../core/errors.js'
-import { parsePositiveInt64Text } from '../../core/int64.js'
+import { parsePositiveInt64Number } from '../../core/int64.js'
 import { petToJson } from '../../core/pets.js'
 import { parseIdempotencyKey } from '../../core/idempotency.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
@@ -56,11 +56,11 @@ function readListQuery (exchange: Exchange): void {
 }
 
 function readPetId (exchange: Exchange): void {
-  const petId = parsePositiveInt64Text((exchange.params as { petId: string }).petId)
+  const petId = parsePositiveInt64Number((exchange.params as { petId: string }).petId)
   if (petId === undefined) {
     throw ApiError.invalidRequest('path parameter petId must be an integer from 1 to 9223372036854775807, written as digits')
   }
-  exchange.params = { petId: Number(petId) }
+  exchange.params = { petId }
 }
 
 /** What the server answers to each kind of invalid request, as the document shows it. */
