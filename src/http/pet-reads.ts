@@ -23,7 +23,8 @@ const petAnswer = (body: string): ReadAnswer =>
  * synchronous form for an answer the catalogue has cached.
  */
 export class PetReads {
-  private readonly pageHeaders = new WeakMap<CatalogPage, { ok: readonly string[], notModified: readonly string[] }>()
+  /** A page's two answers, made once for as long as the page is cached: a cached read allocates nothing for its answer. */
+  private readonly pageAnswers = new WeakMap<CatalogPage, { ok: ReadAnswer, notModified: ReadAnswer }>()
 
   constructor (
     private readonly catalog: PetCatalog,
@@ -68,22 +69,24 @@ export class PetReads {
   }
 
   private pageAnswer (page: CatalogPage, { limit, status, ifNoneMatch }: ListPetsRequest): ReadAnswer {
-    let headers = this.pageHeaders.get(page)
-    if (headers === undefined) {
-      headers = this.headersOf(page, { limit, status })
-      this.pageHeaders.set(page, headers)
+    let answers = this.pageAnswers.get(page)
+    if (answers === undefined) {
+      answers = this.answersOf(page, { limit, status })
+      this.pageAnswers.set(page, answers)
     }
-    if (page.etag !== undefined && ifNoneMatchHits(ifNoneMatch, page.etag)) return { statusCode: 304, headers: headers.notModified, body: undefined }
-    return { statusCode: 200, headers: headers.ok, body: page.body }
+    return page.etag !== undefined && ifNoneMatch !== undefined && ifNoneMatchHits(ifNoneMatch, page.etag) ? answers.notModified : answers.ok
   }
 
-  private headersOf (page: CatalogPage, { limit, status }: { limit: number, status: PetStatus | undefined }): { ok: readonly string[], notModified: readonly string[] } {
+  private answersOf (page: CatalogPage, { limit, status }: { limit: number, status: PetStatus | undefined }): { ok: ReadAnswer, notModified: ReadAnswer } {
     const notModified: string[] = []
     if (page.hasMore && page.lastId !== undefined) {
       notModified.push('link', nextPageLink(this.linkBase, { limit, status, cursor: this.cursors.encode({ afterId: page.lastId, status }) }))
     }
     if (page.etag !== undefined) notModified.push('etag', page.etag)
-    return { ok: ['content-type', JSON_TYPE, 'content-length', String(page.body.length), ...notModified], notModified }
+    return {
+      ok: { statusCode: 200, headers: ['content-type', JSON_TYPE, 'content-length', String(page.body.length), ...notModified], body: page.body },
+      notModified: { statusCode: 304, headers: notModified, body: undefined }
+    }
   }
 
   private positionOf (cursor: string, status: PetStatus | undefined): number {

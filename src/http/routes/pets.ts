@@ -30,20 +30,22 @@ const NewPetRef = Type.Ref('NewPet')
 /** The query as fast-querystring parses it: a repeated parameter is an array. */
 type RawQuery = Record<string, string | string[] | undefined>
 
+/** A query parameter given at most once, as written; refused with 400 when repeated. */
+function single (raw: RawQuery, name: string): string | undefined {
+  const value = raw[name]
+  if (Array.isArray(value)) throw ApiError.invalidRequest(`query parameter ${name} must be given at most once`)
+  return value
+}
+
 /**
  * docs/decisions.md: query parameters are checked as written, each at most once, before
  * the schema checks their range: a coercing validator would accept " 20", "1e1" or "0x14".
  */
 function readListQuery (exchange: Exchange): void {
   const raw = exchange.query as RawQuery
-  const single = (name: string): string | undefined => {
-    const value = raw[name]
-    if (Array.isArray(value)) throw ApiError.invalidRequest(`query parameter ${name} must be given at most once`)
-    return value
-  }
-  const limit = single('limit')
-  const status = single('status')
-  const cursor = single('cursor')
+  const limit = single(raw, 'limit')
+  const status = single(raw, 'status')
+  const cursor = single(raw, 'cursor')
   if (limit !== undefined && !LIMIT_TEXT.test(limit)) {
     throw ApiError.invalidRequest(`query parameter limit must be an integer from ${PAGE_SIZE.minimum} to ${PAGE_SIZE.maximum}, written as digits`)
   }
