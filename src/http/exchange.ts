@@ -51,12 +51,8 @@ export class Exchange {
   readonly fields: string[] = []
   /** The status the answer was given, once given. */
   statusCode = 0
-  /** The answer is written (or being written by the framework): no other may be. */
-  answered = false
   /** The client went away before its answer was written. */
   abandoned = false
-  /** The pipeline listens for the client going away (only once a step has had to wait). */
-  watched = false
   private bound: RequestLogger | undefined
 
   constructor (

@@ -160,27 +160,28 @@ export function requestListener (steps: readonly Step[], log: Logger): (request:
     answer(exchange, phases, failed(exchange, new Error('no step answered the request')))
   }
 
-  /** A step waits: the request goes on when it is done, unless the client has gone away meanwhile. */
+  /**
+   * A step waits: the request goes on when it is done. A client that has gone away meanwhile (its
+   * connection is closed) gets no answer; its request is over then, and the steps' onDone say so.
+   */
   function wait (exchange: Exchange, phases: Phases, outcome: Promise<Outcome>, next: number): void {
-    if (!exchange.watched) {
-      exchange.watched = true
-      exchange.response.once('close', () => {
-        if (exchange.answered) return
-        exchange.abandoned = true
-        finish(exchange, phases)
-      })
-    }
     outcome.then((settled) => {
-      if (exchange.abandoned) return
+      if (goneAway(exchange, phases)) return
       if (settled === undefined) proceed(exchange, phases, next)
       else answer(exchange, phases, settled)
     }, (error: unknown) => {
-      if (!exchange.abandoned) answer(exchange, phases, failed(exchange, error))
+      if (!goneAway(exchange, phases)) answer(exchange, phases, failed(exchange, error))
     })
   }
 
+  function goneAway (exchange: Exchange, phases: Phases): boolean {
+    if (!exchange.request.socket.destroyed) return false
+    exchange.abandoned = true
+    finish(exchange, phases)
+    return true
+  }
+
   function answer (exchange: Exchange, phases: Phases, outcome: Answer | HandedOver): void {
-    exchange.answered = true
     for (const addFields of phases.answer) addFields(exchange)
     const { response, fields } = exchange
     if ('writtenBy' in outcome) {
