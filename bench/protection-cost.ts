@@ -5,8 +5,8 @@
  * bench/step-cost.ts does for the key lifecycle's steps: whatever else the host does slows both
  * alike. Every round starts a fresh pair of processes, and the spread of the rounds is reported
  * beside the median, because it is part of the finding: some costs vary from process to process.
- * It also splits what a bare cached read costs beyond the ceiling at the framework: the framework
- * floor (bench/framework-floor.mjs) against the ceiling, and the bare service against the floor.
+ * It also measures the bare service against the ceiling the same way: what the pipeline's steps and
+ * the contract's header fields cost a cached read beyond bare node:http.
  * Writes bench/results/<date>-protection-cost.md. Environment: BENCH_PROTECTION_ROUNDS (6),
  * BENCH_STEP_DURATION (4s), BENCH_REDIS_URL (redis://127.0.0.1:6379).
  */
@@ -34,7 +34,6 @@ const PROTECTIONS: Protection[] = [
 ]
 
 const CEILING_SCRIPT = join(root, 'bench', 'ceiling-server.mjs')
-const FLOOR_SCRIPT = join(root, 'bench', 'framework-floor.mjs')
 
 /** The median and each round's figure, for both workloads, as table cells. */
 function cells (cost: StepCost): string {
@@ -49,10 +48,9 @@ async function main (): Promise<void> {
     const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     const cli = join(root, 'dist', 'cli', 'main.js')
     const withRedis = await redisAvailable()
-    // Before the protections: what a bare cached read costs beyond the ceiling, split at the framework.
+    // Before the protections: what a bare cached read costs beyond the ceiling.
     const layers: Array<{ name: string, measured: Side, baseline: Side }> = [
-      { name: 'the framework alone (`bench/framework-floor.mjs`), against the ceiling', measured: { script: FLOOR_SCRIPT }, baseline: { script: CEILING_SCRIPT } },
-      { name: 'the bare service, against the framework alone', measured: { cli }, baseline: { script: FLOOR_SCRIPT } }
+      { name: 'the bare service, against the ceiling (`bench/ceiling-server.mjs`)', measured: { cli }, baseline: { script: CEILING_SCRIPT } }
     ]
     const layerRows: string[] = []
     for (const layer of layers) {
@@ -83,11 +81,10 @@ async function main (): Promise<void> {
       '|---|---|---|',
       ...rows,
       '',
-      '## Where a bare cached read\'s time goes',
+      '## The bare service against the ceiling',
       '',
-      'Measured the same way, each pair side by side: the framework floor (a Fastify application with one hook checking the bearer header and two routes',
-      'sending fixed bytes with the same header fields as the service, `bench/framework-floor.mjs`) against the ceiling (`bench/ceiling-server.mjs`), and the',
-      'bare service against the framework floor. A figure is how much more CPU time a request costs the first than the second.',
+      'Measured the same way, side by side: the bare service against the ceiling (`bench/ceiling-server.mjs`). A figure is how much more CPU time a request',
+      'costs the service than the ceiling.',
       '',
       `| layer | \`GET ${STEP_COST_PATHS.list}\` | \`GET ${STEP_COST_PATHS.get}\` |`,
       '|---|---|---|',

@@ -36,7 +36,7 @@ async function wrkOn (url: string, key: string, duration: string): Promise<numbe
 
 /**
  * One side of a side-by-side measurement: a build of the CLI and the settings it runs with beyond
- * the bare ones, or a server script of the benchmark's own (the ceiling, the framework floor),
+ * the bare ones, or a server script of the benchmark's own (the ceiling),
  * which gets the key in BENCH_KEY.
  */
 export type Side = { cli: string, env?: Record<string, string> } | { script: string, env?: Record<string, string> }

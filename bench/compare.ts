@@ -1,0 +1,74 @@
+/**
+ * npm run bench:compare -- <git ref> [settings …]: what a cached read costs the current build against
+ * the build of another commit, both serving the same 10,000 animals at the same time on core 0,
+ * each loaded by its own wrk on core 1, a fresh pair of processes in each round (bench/step-cost.ts).
+ * Whatever else the host does slows both alike, so the figure holds on a busy machine where two
+ * separate runs of `npm run bench` cannot be compared. The other commit is exported with
+ * `git archive` into a temporary folder, given its own dependencies from its lock file and built
+ * there; it must read the database schema the current build seeds. Settings given as
+ * NAME=value apply to both sides (LOG_LEVEL=info, RATE_LIMIT_PER_MINUTE=…). Writes
+ * bench/results/<date>-compare-<ref>.md. Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s).
+ */
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { seededSqlite } from './datasets.js'
+import { DURATION, sideBySideCost, STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
+import { machine, root } from './support.js'
+
+const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 8)
+
+/** The CLI of `ref`, built in `dir` from `git archive` with the dependencies of its own lock file. */
+function buildAt (ref: string, dir: string): string {
+  mkdirSync(dir, { recursive: true })
+  execFileSync('sh', ['-c', `git archive --format=tar ${JSON.stringify(ref)} | tar -x -C ${JSON.stringify(dir)}`], { cwd: root, stdio: 'inherit' })
+  const npm = (...args: string[]): void => { execFileSync('npm', args, { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] }) }
+  // No install scripts but the native addon's: the build below is the one the benchmark needs.
+  npm('ci', '--ignore-scripts', '--no-audit', '--no-fund')
+  npm('rebuild', 'better-sqlite3')
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: dir, stdio: 'inherit' })
+  return join(dir, 'dist', 'cli', 'main.js')
+}
+
+async function main (): Promise<void> {
+  const [ref, ...settings] = process.argv.slice(2)
+  if (ref === undefined || ref.startsWith('-')) throw new Error('usage: npm run bench:compare -- <git ref> [NAME=value …]')
+  const env = Object.fromEntries(settings.map((setting) => {
+    const [name = '', ...value] = setting.split('=')
+    return [name, value.join('=')]
+  }))
+  const commit = execFileSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).trim()
+  const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-compare-'))
+  try {
+    const older = buildAt(commit, join(dir, commit))
+    const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
+    const current = join(root, 'dist', 'cli', 'main.js')
+    console.log(`measuring ${head} (and what the working tree has built) against ${commit} …`)
+    const cost = await sideBySideCost({ measured: { cli: older, env }, baseline: { cli: current, env }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS })
+    const date = new Date().toISOString()
+    const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-compare-${commit}.md`)
+    const ratio = (value: number): string => `${(1 + value).toFixed(2)}×`
+    const rows = (Object.keys(STEP_COST_PATHS) as StepCostWorkload[]).map((workload) =>
+      `| \`GET ${STEP_COST_PATHS[workload]}\` | ${ratio(cost[workload].cost)} | ${cost[workload].rounds.map(ratio).join(', ')} |`)
+    writeFileSync(file, [
+      `# A cached read: ${commit} against the current build`,
+      '',
+      `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`npm run bench:compare -- ${[ref, ...settings].join(' ')}\`: the build of ${commit} and the`,
+      `current build (${head}) serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1;`,
+      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : settings.join(', ')}.`,
+      `A figure is the CPU time a request costs ${commit} over what it costs the current build: the median, then each round.`,
+      '',
+      `| workload | ${commit} / current (median) | each round |`,
+      '|---|---:|---|',
+      ...rows,
+      ''
+    ].join('\n'))
+    console.log(`wrote ${file}`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+await main()
