@@ -30,7 +30,7 @@ test('parsePositiveInt64Number accepts 1..2^63-1 written without sign or leading
   assert.equal(parsePositiveInt64Number('1'), 1)
   assert.equal(parsePositiveInt64Number('999999999999999'), 999999999999999)
   assert.equal(parsePositiveInt64Number('9007199254740993'), 9007199254740992, 'beyond 2^53: the nearest double')
-  assert.equal(parsePositiveInt64Number('9223372036854775807'), 9223372036854775807)
+  assert.equal(parsePositiveInt64Number('9223372036854775807'), Number(9223372036854775807n))
   for (const text of ['0', '01', '-1', '+1', '1.0', '9223372036854775808', '10000000000000000000', 'abc', ' 1']) {
     assert.equal(parsePositiveInt64Number(text), undefined, text)
   }

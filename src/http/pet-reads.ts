@@ -13,7 +13,7 @@ export interface ListPetsRequest {
 }
 
 /** A successful answer to a read: 200, or 304 without a body. */
-export type ReadAnswer = Answer & { statusCode: 200 | 304 }
+type ReadAnswer = Answer & { statusCode: 200 | 304 }
 
 const petAnswer = (body: string): ReadAnswer =>
   ({ statusCode: 200, headers: ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body))], body })

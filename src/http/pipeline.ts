@@ -101,7 +101,7 @@ export function pipeline (deps: PipelineDeps): Step[] {
 }
 
 /** Whether a request is the API's: its path is /v1 or under it. */
-export function isApiRequest (url: string): boolean {
+function isApiRequest (url: string): boolean {
   return url.startsWith('/v1') && (url.length === 3 || url.charCodeAt(3) === 0x2f /* / */ || url.charCodeAt(3) === 0x3f /* ? */)
 }
 

@@ -8,7 +8,7 @@ const SECRET_IN_QUERY = /((?:^|[?&])(?:api_key|apikey|key|token|access_token|sec
 const SECRET_WORDS = ['key', 'token', 'secret', 'password', 'ask_']
 
 /** The URL as the access log writes it: SECURITY.md promises that keys are never logged. */
-export function loggableUrl (url: string): string {
+function loggableUrl (url: string): string {
   const query = url.indexOf('?')
   if (query === -1) return url.includes('ask_') ? url.replace(SECRET_IN_QUERY, redact) : url
   const lower = url.toLowerCase()

@@ -36,7 +36,7 @@ function authorizationCount (raw: IncomingMessage): number {
 }
 
 /** The verified key of an Authorization header; throws the 401 ApiError otherwise. */
-export async function authenticate (verifier: KeyVerifier, authorization: string | undefined): Promise<VerifiedKey> {
+async function authenticate (verifier: KeyVerifier, authorization: string | undefined): Promise<VerifiedKey> {
   const { scheme, token } = bearerTokenOf(authorization)
   if (scheme !== 'bearer') {
     throw new ApiError('unauthorized',
@@ -51,7 +51,7 @@ export async function authenticate (verifier: KeyVerifier, authorization: string
 }
 
 /** The 401 of a key presented after its expiry: it says so, with the instant, so that its owner knows to roll it. */
-export function expiredKeyError (key: VerifiedKey): ApiError {
+function expiredKeyError (key: VerifiedKey): ApiError {
   return new ApiError('unauthorized', `the API key expired at ${new Date(key.expiresAt).toISOString()}; create or roll a key in the developer portal`,
     { 'www-authenticate': WWW_AUTHENTICATE_EXPIRED })
 }

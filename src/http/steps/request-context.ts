@@ -9,7 +9,7 @@ import type { Step } from '../pipeline.js'
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** The caller's X-Request-Id when it is a sane token, a new UUID otherwise. */
-export function requestIdOf (request: Pick<IncomingMessage, 'headers'>): string {
+function requestIdOf (request: Pick<IncomingMessage, 'headers'>): string {
   const given = request.headers['x-request-id']
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
 }

@@ -29,7 +29,7 @@ const VALUE_OF: Record<Part, (exchange: Exchange) => unknown> = {
  * defaults filled in (limit's). `int64` is an integer format: the body parser already refused
  * anything beyond int64.
  */
-export function compileValidators (operations: readonly Operation[]): Map<Operation, Array<[Part, ValidateFunction]>> {
+function compileValidators (operations: readonly Operation[]): Map<Operation, Array<[Part, ValidateFunction]>> {
   const build = AjvCompiler()(Object.fromEntries(SHARED_SCHEMAS.map((schema) => [(schema as unknown as { $id: string }).$id, schema])), {
     customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true },
     plugins: [(ajv: Ajv) => ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isInteger(value) })]
