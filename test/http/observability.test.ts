@@ -60,6 +60,35 @@ describe('metrics', () => {
   })
 })
 
+describe('the access log', () => {
+  test('a request\'s line is one the logger itself would write: its level, time and bindings (a worker\'s too), then the request\'s fields', async (t) => {
+    const { sink, lines } = logLineSink()
+    const { store } = await openTestStore(t)
+    const key = await createTestKey(store)
+    // A cluster worker's logger is a child bound to its id (src/cluster.ts): the access line carries the binding as every other line does.
+    const logger = pino({ level: 'info' }, sink).child({ worker: 7 })
+    const app = await buildServedApp({ config: loadConfig(TEST_DEFAULTS), store, logger })
+    t.after(() => app.close())
+    const before = Date.now()
+    await app.inject({ url: '/v1/pets?limit=5', headers: { authorization: `Bearer ${key}`, 'x-request-id': 'req-shape' } })
+    logger.info({ requestId: 'req-other' }, 'a line of pino\'s own')
+    const line = lines.find((entry) => entry.requestId === 'req-shape')
+    const own = lines.find((entry) => entry.requestId === 'req-other')
+    assert.ok(line !== undefined && own !== undefined, JSON.stringify(lines))
+    assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'worker', 'requestId', 'method', 'url', 'statusCode', 'ms', 'msg'])
+    assert.deepEqual(Object.keys(own).slice(0, 5), Object.keys(line).slice(0, 5), 'the same head as pino\'s own lines')
+    assert.equal(line.level, 30)
+    assert.equal(line.pid, own.pid)
+    assert.equal(line.hostname, own.hostname)
+    assert.equal(line.worker, 7)
+    assert.ok(typeof line.time === 'number' && line.time >= before && line.time <= Date.now(), String(line.time))
+    assert.equal(line.url, '/v1/pets?limit=5')
+    assert.equal(line.statusCode, 200)
+    assert.ok(typeof line.ms === 'number' && line.ms >= 0)
+    assert.equal(line.msg, 'request completed')
+  })
+})
+
 describe('trace context', () => {
   test('a valid traceparent puts the trace id on every log line of the request; an invalid one is ignored', async (t) => {
     const { sink, lines } = logLineSink()
