@@ -1,6 +1,5 @@
 import { METHODS } from 'node:http'
 import FindMyWay from 'find-my-way'
-import { ApiError } from '../core/errors.js'
 import { MAX_PATH_SEGMENT_LENGTH } from './errors.js'
 import type { Exchange } from './exchange.js'
 import { allowedMethods, type Operation } from './operation.js'
@@ -56,24 +55,26 @@ export class ApiRoutes {
     }
   }
 
-  /** The request's route, or undefined when no path of the API matches; throws the 400 of an over-long path segment. */
+  /** The request's route, or undefined when no path of the API matches (or a path segment is too long to route). */
   routeOf (exchange: Exchange): Route | undefined {
-    let route = exchange.routed as Routed | undefined
-    if (route === undefined) {
-      route = this.lookUp(exchange)
-      exchange.routed = route
-    }
-    if (route === SEGMENT_TOO_LONG) throw ApiError.invalidRequest(`a path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`)
-    return route ?? undefined
+    const routed = this.routed(exchange)
+    return routed === null || routed === SEGMENT_TOO_LONG ? undefined : routed
+  }
+
+  /** Whether the path has a segment longer than MAX_PATH_SEGMENT_LENGTH, which the router does not take. */
+  hasOverlongSegment (exchange: Exchange): boolean {
+    return this.routed(exchange) === SEGMENT_TOO_LONG
   }
 
   /** The route template as metrics label it: the path's, or `unmatched`. */
   templateOf (exchange: Exchange): string {
-    try {
-      return this.routeOf(exchange)?.resource.template ?? 'unmatched'
-    } catch {
-      return 'unmatched'
-    }
+    return this.routeOf(exchange)?.resource.template ?? 'unmatched'
+  }
+
+  /** What the router finds for the request, asked once and kept on the exchange. */
+  private routed (exchange: Exchange): Routed {
+    if (exchange.routed === undefined) exchange.routed = this.lookUp(exchange)
+    return exchange.routed
   }
 
   private lookUp (exchange: Exchange): Routed {

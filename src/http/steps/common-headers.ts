@@ -14,10 +14,7 @@ export function commonHeaders (routes: ApiRoutes): Step {
     onAnswer: function addCommonHeaders (exchange) {
       exchange.fields.push('x-request-id', exchange.id, 'x-content-type-options', 'nosniff')
       if (!exchange.isApi) return
-      let own: readonly string[] | undefined
-      try {
-        own = routes.routeOf(exchange)?.operation?.fields
-      } catch {}
+      const own = routes.routeOf(exchange)?.operation?.fields
       if (own !== undefined) for (const field of own) exchange.fields.push(field)
     }
   }

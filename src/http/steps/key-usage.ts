@@ -15,13 +15,7 @@ export function keyUsage (recorder: UsageRecorder, routes: ApiRoutes): Step {
     onDone: function countKeyUse (exchange) {
       const key = exchange.key
       if (key === null || exchange.abandoned) return
-      let operation = exchange.operation
-      if (operation === undefined) {
-        try {
-          operation = routes.routeOf(exchange)?.operation
-        } catch {}
-      }
-      recorder.count(key.keyId, operation?.operationId ?? 'other', exchange.statusCode)
+      recorder.count(key.keyId, routes.routeOf(exchange)?.operation?.operationId ?? 'other', exchange.statusCode)
     }
   }
 }

@@ -1,5 +1,6 @@
 import { ApiError } from '../../core/errors.js'
 import type { ApiRoutes } from '../api-routes.js'
+import { MAX_PATH_SEGMENT_LENGTH } from '../errors.js'
 import { emptyAnswer, errorAnswer, type Exchange } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
@@ -9,14 +10,16 @@ function notFound (exchange: Exchange): ApiError {
 
 /**
  * Finds the operation the request names (api-routes.ts) once it is authenticated: an unknown path
- * gets 404, a known path with another method 405 with Allow, and OPTIONS 204 with Allow, before
- * any body is read. HEAD is answered as GET is, without the body.
+ * gets 404, a path segment longer than the router takes 400 naming the limit, a known path with
+ * another method 405 with Allow, and OPTIONS 204 with Allow, before any body is read. HEAD is
+ * answered as GET is, without the body.
  */
 export function routing (routes: ApiRoutes): Step {
   return {
     name: 'routing',
     scope: 'api',
     onRequest: function route (exchange) {
+      if (routes.hasOverlongSegment(exchange)) return errorAnswer(exchange, ApiError.invalidRequest(`a path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`))
       const found = routes.routeOf(exchange)
       if (found === undefined) return errorAnswer(exchange, notFound(exchange))
       const { resource, operation } = found
