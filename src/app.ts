@@ -167,11 +167,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
       server.maxConnections = config.maxConnections
       return server
     },
-    forceCloseConnections: 'idle',
-    ajv: {
-      // docs/decisions.md: no type coercion, no silently removed properties.
-      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true }
-    }
+    forceCloseConnections: 'idle'
   }
   const app = Fastify({ ...options, loggerInstance: log })
   app.addHook('onClose', async () => {

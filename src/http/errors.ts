@@ -4,7 +4,6 @@ import { StoreUnavailableError } from '../storage/store.js'
 import { announcesBody } from './exchange.js'
 import { JSON_TYPE } from './headers.js'
 import { MAX_BODY_BYTES } from './json-body.js'
-import { validationMessage, type SchemaViolation } from './validation-message.js'
 
 /** The longest path segment the router takes; a longer one gets 400 naming this limit. */
 export const MAX_PATH_SEGMENT_LENGTH = 2048
@@ -44,12 +43,6 @@ export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
 export function toApiError (error: FastifyError | Error, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error
   const fastifyError = error as FastifyError
-  if (fastifyError.validation) {
-    const [first] = fastifyError.validation
-    return ApiError.invalidRequest(first
-      ? validationMessage(first as unknown as SchemaViolation, fastifyError.validationContext ?? 'body')
-      : 'the request is invalid')
-  }
   if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return ApiError.unsupportedMediaType(mediaTypeMessage(request.headers['content-type']))
   const status = fastifyError.statusCode
   if (status !== undefined && status >= 400 && status < 500) {
