@@ -6,6 +6,7 @@ import { explainFailure } from './cli/explain-failure.js'
 import type { Config } from './config.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
+import { keepTickObjectShapes } from './tick-object-shapes.js'
 
 const SHUTDOWN_DEADLINE_MS = 10_000
 
@@ -18,6 +19,8 @@ export const listeningLine = (address: string): string => `Animal Store listenin
  */
 export async function serve (config: Readonly<Config>): Promise<void> {
   if (config.webConcurrency > 1 && cluster.isPrimary) return await runPrimary(config)
+  // First, before start-up's garbage collections: see the module.
+  keepTickObjectShapes()
   const logger = withWorkerId(serviceLogger(config))
   let store: Store | undefined
   let app: FastifyInstance | undefined
