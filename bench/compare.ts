@@ -7,7 +7,8 @@
  * `git archive` into a temporary folder, given its own dependencies from its lock file and built
  * there; it must read the database schema the current build seeds. Settings given as
  * NAME=value apply to both sides (LOG_LEVEL=info, RATE_LIMIT_PER_MINUTE=…). Writes
- * bench/results/<date>-compare-<ref>.md. Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s).
+ * bench/results/<date>-compare-<ref>.md. Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s),
+ * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
  */
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -55,9 +56,9 @@ async function main (): Promise<void> {
     writeFileSync(file, [
       `# A cached read: ${commit} against the current build`,
       '',
-      `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`npm run bench:compare -- ${[ref, ...settings].join(' ')}\`: the build of ${commit} and the`,
+      `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`${process.env.BENCH_NODE_FLAGS === undefined ? '' : `BENCH_NODE_FLAGS='${process.env.BENCH_NODE_FLAGS}' `}npm run bench:compare -- ${[ref, ...settings].join(' ')}\`: the build of ${commit} and the`,
       `current build (${head}) serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1;`,
-      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : settings.join(', ')}.`,
+      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : settings.join(', ')}; Node's flags: ${process.env.BENCH_NODE_FLAGS === undefined ? '--max-semi-space-size=4 (as npm start)' : process.env.BENCH_NODE_FLAGS.trim() === '' ? 'none (BENCH_NODE_FLAGS empty, as the binary run by itself)' : `${process.env.BENCH_NODE_FLAGS} (BENCH_NODE_FLAGS)`}.`,
       `A figure is the CPU time a request costs ${commit} over what it costs the current build: the median, then each round.`,
       '',
       `| workload | ${commit} / current (median) | each round |`,

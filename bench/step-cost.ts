@@ -20,7 +20,11 @@ import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 const run = promisify(execFile)
 const ROUNDS = Number(process.env.BENCH_STEP_ROUNDS ?? 8)
 export const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
-const SERVICE_NODE_FLAGS = ['--max-semi-space-size=4']
+/**
+ * Node's flags for every process measured: as `npm start` and the image run the service, unless
+ * BENCH_NODE_FLAGS says otherwise (empty: as the binary runs when started by itself).
+ */
+const SERVICE_NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=4').split(' ').filter((flag) => flag !== '')
 
 export const STEP_COST_PATHS = { list: '/v1/pets?limit=20', get: '/v1/pets/5' } as const
 export type StepCostWorkload = keyof typeof STEP_COST_PATHS

@@ -6,13 +6,13 @@ const kept: object[] = []
 /**
  * Keeps the hidden classes (V8 maps) of the objects `process.nextTick()` queues alive for as long
  * as the process runs, so that the code building them stays optimised. Operators need it: without
- * it most server processes lose about a tenth of their throughput a few seconds after start
- * (docs/performance.md, "Node's tick objects").
+ * it a server process often loses about a tenth of its throughput for good at a garbage collection,
+ * as eight starts of eight did without --max-semi-space-size=4 (docs/performance.md, "Node's tick objects").
  *
  * Node 20 builds each tick as the literal `{ [async_id_symbol]: id, [trigger_async_id_symbol]: id,
  * callback, args }`. For each key after the first computed one, V8 records the hidden class the key
- * was added to. Those classes are held weakly: a process with no tick queued through a few full
- * garbage collections (a quiet moment, or start-up itself) loses them, V8 makes new ones, finds a
+ * was added to. Those classes are held weakly: a full garbage collection that runs while no tick is
+ * queued (start-up's first, or a few while the process is quiet) lets them go, V8 makes new ones, finds a
  * class other than the one it recorded, and marks the three sites megamorphic for good. From then on
  * every tick (several per request: a stream's end, a write done, a resume) is built by the V8 runtime,
  * not by optimised code.
