@@ -14,8 +14,8 @@ const ROUNDS = 6
 /**
  * A process that queues ticks until process.nextTick() has its feedback, then, ROUNDS times, stays
  * idle through full garbage collections, queues ticks again and prints nextTick's feedback (V8's
- * %DebugPrint, on standard output). Returns, round by round, the states of the sites that define
- * the tick literal's keys after the first computed one.
+ * %DebugPrint, on standard output). Returns, round by round, the states of the four sites that
+ * define the tick literal's keys (the first stays monomorphic either way: its class is the literal's own).
  */
 async function tickLiteralSites (keep: boolean): Promise<string[][]> {
   const script = [
