@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { seededSqlite } from './datasets.js'
-import { DURATION, sideBySideCost, STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
+import { describeNodeFlags, DURATION, sideBySideCost, STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
 import { machine, root } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 8)
@@ -58,7 +58,7 @@ async function main (): Promise<void> {
       '',
       `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`${process.env.BENCH_NODE_FLAGS === undefined ? '' : `BENCH_NODE_FLAGS='${process.env.BENCH_NODE_FLAGS}' `}npm run bench:compare -- ${[ref, ...settings].join(' ')}\`: the build of ${commit} and the`,
       `current build (${head}) serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1;`,
-      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : settings.join(', ')}; Node's flags: ${process.env.BENCH_NODE_FLAGS === undefined ? '--max-semi-space-size=4 (as npm start)' : process.env.BENCH_NODE_FLAGS.trim() === '' ? 'none (BENCH_NODE_FLAGS empty, as the binary run by itself)' : `${process.env.BENCH_NODE_FLAGS} (BENCH_NODE_FLAGS)`}.`,
+      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : settings.join(', ')}; Node's flags: ${describeNodeFlags()}.`,
       `A figure is the CPU time a request costs ${commit} over what it costs the current build: the median, then each round.`,
       '',
       `| workload | ${commit} / current (median) | each round |`,

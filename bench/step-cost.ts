@@ -24,7 +24,14 @@ export const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
  * Node's flags for every process measured: as `npm start` and the image run the service, unless
  * BENCH_NODE_FLAGS says otherwise (empty: as the binary runs when started by itself).
  */
-const SERVICE_NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=4').split(' ').filter((flag) => flag !== '')
+const NPM_START_NODE_FLAGS = '--max-semi-space-size=4'
+const SERVICE_NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? NPM_START_NODE_FLAGS).split(' ').filter((flag) => flag !== '')
+
+/** The Node flags the measured processes run with, as a result file states them. */
+export function describeNodeFlags (): string {
+  if (process.env.BENCH_NODE_FLAGS === undefined) return `${NPM_START_NODE_FLAGS} (as npm start)`
+  return SERVICE_NODE_FLAGS.length === 0 ? 'none (BENCH_NODE_FLAGS empty, as the binary run by itself)' : `${SERVICE_NODE_FLAGS.join(' ')} (BENCH_NODE_FLAGS)`
+}
 
 export const STEP_COST_PATHS = { list: '/v1/pets?limit=20', get: '/v1/pets/5' } as const
 export type StepCostWorkload = keyof typeof STEP_COST_PATHS
