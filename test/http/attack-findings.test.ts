@@ -114,6 +114,30 @@ describe('the logs', () => {
   })
 })
 
+describe('the access log\'s URL', () => {
+  test('with characters that JSON escapes is written as received, in one valid line', async (t) => {
+    const { sink, lines } = logLineSink()
+    const testApp = await buildTestApp(t, {}, pino({ level: 'info' }, sink))
+    await testApp.app.listen({ host: '127.0.0.1', port: 0 })
+    const address = testApp.app.server.address()
+    assert.ok(address !== null && typeof address === 'object')
+    const server = { ...testApp, baseUrl: `http://127.0.0.1:${address.port}` }
+    // Node's parser takes quotes and backslashes in a URL (and refuses control characters and any beyond ASCII).
+    const urls = ['/v1/pets?q=a"b\\c', '/v1/pets/\\"', `/v1/pets?q=${testApp.key}"`]
+    for (const url of urls) {
+      const { socket, received, closed } = await rawConnection(server)
+      socket.write(`GET ${url} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testApp.key}\r\nConnection: close\r\n\r\n`)
+      // Answered, and the connection closed: the request is over.
+      await closed
+      assert.match(received(), /^HTTP\/1\.1 (200|400|404) /)
+    }
+    const deadline = Date.now() + 5000
+    const logged = (): string[] => lines.filter((line) => line.msg === 'request completed').map((line) => String(line.url))
+    while (logged().length < urls.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    assert.deepEqual(logged(), [...urls.slice(0, 2), '/v1/pets?q=[redacted]"'])
+  })
+})
+
 describe('small answers that should be stricter', () => {
   test('two Authorization headers get 400 invalid_request', async (t) => {
     const server = await startServer(t)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { once } from 'node:events'
 import { createRequire } from 'node:module'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -226,4 +226,62 @@ test('a reader that goes away costs the lines that follow, never the process', {
   const { code, stderr } = await exited
   assert.equal(code, 0, stderr)
   assert.match(stderr, /^log lines dropped from now on: standard output failed \(write EPIPE\)\nstill here\n$/)
+})
+
+/**
+ * Runs `body` in a process of its own (childScript) whose stdout is the file at `output` (or a device), opened as a
+ * shell's `>` opens it. Resolves with its exit code and stderr once it has exited.
+ */
+async function inChildWritingTo (t: TestContext, output: string, body: string): Promise<{ code: number | null, stderr: string }> {
+  const fd = openSync(output, 'w')
+  try {
+    const child = spawn(process.execPath, ['--import', 'tsx', childScript(t, [body])], { cwd: ROOT, stdio: ['ignore', fd, 'pipe'] })
+    t.after(() => { child.kill('SIGKILL') })
+    let stderr = ''
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    const [code] = await once(child, 'close') as [number | null]
+    return { code, stderr }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+test('log lines written to a file', { timeout: 60_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-log-file-'))
+  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const file = join(dir, 'service.log')
+  const fileLines = (): string[] => readFileSync(file, 'utf8').split('\n').filter((line) => line !== '')
+
+  await t.test('arrive whole and in order, the last ones too when process.exit() follows at once', async (t) => {
+    // About 1 KB a line, some with characters of two and three bytes: a batch's bytes outnumber its characters.
+    const { code, stderr } = await inChildWritingTo(t, file, 'for (let n = 0; n < 2000; n++) log.info({ n, pad: (n % 7 === 0 ? "é€" : "x").repeat(400) }, "line")\nprocess.exit(3)')
+    assert.equal(code, 3, stderr)
+    const lines = fileLines()
+    assert.deepEqual(numbered(lines), upTo(2000))
+    assert.equal((JSON.parse(lines[7] as string) as { pad: string }).pad, 'é€'.repeat(400))
+  })
+
+  await t.test('of a quiet process are written without waiting for exit', async (t) => {
+    const { code, stderr } = await inChildWritingTo(t, file, [
+      "const { readFileSync } = await import('node:fs')",
+      'log.info({ n: 0 }, "alone")',
+      // The process watches its own output, and kills itself outright once the line is there.
+      'const deadline = Date.now() + 20_000',
+      `const look = () => { if (readFileSync(${JSON.stringify(file)}, 'utf8').includes('alone')) process.kill(process.pid, 'SIGKILL'); else if (Date.now() < deadline) setTimeout(look, 10); else process.exit(1) }`,
+      'look()'
+    ].join('\n'))
+    // SIGKILL runs no exit hook: the line was written by the periodic hand-over.
+    assert.equal(code, null, stderr)
+    assert.deepEqual(numbered(fileLines()), [0])
+  })
+
+  await t.test('that cannot be written (a full disk) are dropped, said once, and the process goes on', { skip: !existsSync('/dev/full') && 'no /dev/full on this system' }, async (t) => {
+    const { code, stderr } = await inChildWritingTo(t, '/dev/full', [
+      'let n = 0',
+      "const more = () => { for (let i = 0; i < 100; i++) log.info({ n: n++ }, 'line'); if (n < 5_000) setImmediate(more); else { writeSync(2, 'still here\\n'); process.exit(0) } }",
+      'more()'
+    ].join('\n'))
+    assert.equal(code, 0, stderr)
+    assert.match(stderr, /^log lines dropped from now on: standard output failed \(.*ENOSPC.*\)\nstill here\n$/)
+  })
 })
