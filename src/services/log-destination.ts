@@ -46,7 +46,7 @@ export type LogOutput = Writable & { fd?: number }
  *   output synchronously anyway, through a stream around `fs.writeSync`. Here a batch goes straight
  *   to `fs.writeSync`, without the stream: the same system call, and nothing waits. Side by side on
  *   one core, the stream around it cost a cached read about 3 % more CPU than the call alone when
- *   logging every request to a file (docs/performance.md, "What each protection costs").
+ *   logging every request to a file (bench/results/2026-11-27-0533-compare-56eea9a.md).
  *
  * Nothing gathered is lost at exit: a natural exit hands the last batch over and the loop runs
  * until it is written, and process.exit() writes what waits here synchronously.
@@ -143,8 +143,11 @@ export class BatchedLogDestination implements DestinationStream {
   private writeToFile (fd: number, batch: string): void {
     try {
       const written = writeSync(fd, batch)
-      // Lines are ASCII but for a URL's rare other characters: a batch's length is its bytes, or fewer.
-      if (written !== batch.length && written < Buffer.byteLength(batch)) writeAll(fd, Buffer.from(batch).subarray(written), Date.now() + EXIT_WRITE_PATIENCE_MS)
+      // A batch has at least as many bytes as characters (more with characters beyond ASCII): one
+      // of each, and all written, is the common case, known without encoding the batch again.
+      if (written === batch.length || written >= Buffer.byteLength(batch)) return
+      // A file takes part of a write only when it is short of space, or of its size limit.
+      if (!writeAll(fd, Buffer.from(batch).subarray(written), Date.now() + EXIT_WRITE_PATIENCE_MS)) this.fail(new Error(`standard output took ${written} bytes of a batch of ${Buffer.byteLength(batch)}`))
     } catch (error) {
       this.fail(error as Error)
     }
@@ -185,8 +188,9 @@ function takesWritesAtOnce (fd: number): boolean {
 }
 
 /**
- * Writes `text` whole, from an exit hook: a pipe Node has made non-blocking refuses (EAGAIN) while
- * it is full, so the hook waits a millisecond and tries again, until `deadline` (Date.now()).
+ * Writes `text` whole, from an exit hook or after a file took part of a batch: a pipe Node has made
+ * non-blocking refuses (EAGAIN) while it is full, so the hook waits a millisecond and tries again,
+ * until `deadline` (Date.now()).
  * False when the reader has gone, or has not read before the deadline.
  */
 function writeAll (fd: number, text: string | Buffer, deadline: number): boolean {
@@ -194,7 +198,9 @@ function writeAll (fd: number, text: string | Buffer, deadline: number): boolean
   const sleeper = new Int32Array(new SharedArrayBuffer(4))
   while (rest.length > 0) {
     try {
-      rest = rest.subarray(writeSync(fd, rest))
+      const written = writeSync(fd, rest)
+      if (written === 0 && Date.now() >= deadline) return false
+      rest = rest.subarray(written)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() >= deadline) return false
       Atomics.wait(sleeper, 0, 0, 1)

@@ -23,8 +23,8 @@ function redact (_match: string, name: string | undefined): string {
 /**
  * What makes a URL more than a string to put between quotes: any character but printable ASCII
  * other than `"` and `\` (all that JSON escapes is among them), or a word that may name a secret.
- * Most URLs have none, and one scan of the URL says so: side by side on one core, redacting and
- * escaping every URL as if it held a secret cost a cached list read about 5 % more CPU.
+ * Most URLs have none, and one scan of the URL says so, where lower-casing it, searching it for
+ * each word and escaping it cost more than the rest of the line (docs/performance.md).
  */
 const NOT_PLAIN = /[^\x20\x21\x23-\x5b\x5d-\x7e]|key|token|secret|password|ask_/i
 
