@@ -143,11 +143,10 @@ export class BatchedLogDestination implements DestinationStream {
   private writeToFile (fd: number, batch: string): void {
     try {
       const written = writeSync(fd, batch)
-      // A batch has at least as many bytes as characters (more with characters beyond ASCII): one
-      // of each, and all written, is the common case, known without encoding the batch again.
-      if (written === batch.length || written >= Buffer.byteLength(batch)) return
+      const bytes = Buffer.byteLength(batch)
+      if (written === bytes) return
       // A file takes part of a write only when it is short of space, or of its size limit.
-      if (!writeAll(fd, Buffer.from(batch).subarray(written), Date.now() + EXIT_WRITE_PATIENCE_MS)) this.fail(new Error(`standard output took ${written} bytes of a batch of ${Buffer.byteLength(batch)}`))
+      if (!writeAll(fd, Buffer.from(batch).subarray(written), Date.now() + EXIT_WRITE_PATIENCE_MS)) this.fail(new Error(`standard output took ${written} bytes of a batch of ${bytes}`))
     } catch (error) {
       this.fail(error as Error)
     }

@@ -232,10 +232,14 @@ test('a reader that goes away costs the lines that follow, never the process', {
  * Runs `body` in a process of its own (childScript) whose stdout is the file at `output` (or a device), opened as a
  * shell's `>` opens it. Resolves with its exit code and stderr once it has exited.
  */
-async function inChildWritingTo (t: TestContext, output: string, body: string): Promise<{ code: number | null, stderr: string }> {
+async function inChildWritingTo (t: TestContext, output: string, body: string, fileSizeLimitBytes?: number): Promise<{ code: number | null, stderr: string }> {
   const fd = openSync(output, 'w')
   try {
-    const child = spawn(process.execPath, ['--import', 'tsx', childScript(t, [body])], { cwd: ROOT, stdio: ['ignore', fd, 'pipe'] })
+    const script = childScript(t, [body])
+    // A file size limit (RLIMIT_FSIZE, in 512-byte blocks) is set by a shell, as an operator's would set it.
+    const child = fileSizeLimitBytes === undefined
+      ? spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, stdio: ['ignore', fd, 'pipe'] })
+      : spawn('sh', ['-c', `ulimit -f ${fileSizeLimitBytes / 512} && exec '${process.execPath}' --import tsx '${script}'`], { cwd: ROOT, stdio: ['ignore', fd, 'pipe'] })
     t.after(() => { child.kill('SIGKILL') })
     let stderr = ''
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
@@ -273,6 +277,21 @@ test('log lines written to a file', { timeout: 60_000 }, async (t) => {
     // SIGKILL runs no exit hook: the line was written by the periodic hand-over.
     assert.equal(code, null, stderr)
     assert.deepEqual(numbered(fileLines()), [0])
+  })
+
+  await t.test('that a file takes only in part (its size limit) are said to be dropped, not left cut short in silence', async (t) => {
+    // One line of exactly one batch: 4,096 characters, 4,097 bytes. The file takes 4,096 bytes, as many as the batch has
+    // characters, and refuses the last one (EFBIG).
+    const { code, stderr } = await inChildWritingTo(t, file, [
+      `const pad = 'é' + 'x'.repeat(${LOG_BATCH_BYTES} - 42)`,
+      'log.info({ n: 0, pad }, "line")',
+      // The next line hands the full batch over.
+      'log.info({ n: 1 }, "line")',
+      'process.exit(0)'
+    ].join('\n'), LOG_BATCH_BYTES)
+    assert.equal(code, 0, stderr)
+    assert.equal(readFileSync(file).length, LOG_BATCH_BYTES)
+    assert.match(stderr, new RegExp(`^log lines dropped from now on: standard output failed \\(standard output took ${LOG_BATCH_BYTES} bytes of a batch of ${LOG_BATCH_BYTES + 1}\\)\\n$`))
   })
 
   await t.test('that cannot be written (a full disk) are dropped, said once, and the process goes on', { skip: !existsSync('/dev/full') && 'no /dev/full on this system' }, async (t) => {
