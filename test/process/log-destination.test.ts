@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { pathToFileURL } from 'node:url'
 import { test, type TestContext } from 'node:test'
-import { LOG_BACKLOG_BYTES, LOG_BATCH_BYTES } from '../../src/services/log-destination.js'
+import { LOG_BACKLOG_BYTES, LOG_BATCH_BYTES, LOG_FILE_BATCH_BYTES } from '../../src/services/log-destination.js'
 
 const PINO = pathToFileURL(createRequire(import.meta.url).resolve('pino')).href
 const DESTINATION = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'services', 'log-destination.ts')).href
@@ -280,18 +280,18 @@ test('log lines written to a file', { timeout: 60_000 }, async (t) => {
   })
 
   await t.test('that a file takes only in part (its size limit) are said to be dropped, not left cut short in silence', async (t) => {
-    // One line of exactly one batch: 4,096 characters, 4,097 bytes. The file takes 4,096 bytes, as many as the batch has
-    // characters, and refuses the last one (EFBIG).
+    // One line of exactly one file batch: 16,384 characters, 16,385 bytes. The file takes 16,384 bytes, as many as the
+    // batch has characters, and refuses the last one (EFBIG).
     const { code, stderr } = await inChildWritingTo(t, file, [
-      `const pad = 'é' + 'x'.repeat(${LOG_BATCH_BYTES} - 42)`,
+      `const pad = 'é' + 'x'.repeat(${LOG_FILE_BATCH_BYTES} - 42)`,
       'log.info({ n: 0, pad }, "line")',
       // The next line hands the full batch over.
       'log.info({ n: 1 }, "line")',
       'process.exit(0)'
-    ].join('\n'), LOG_BATCH_BYTES)
+    ].join('\n'), LOG_FILE_BATCH_BYTES)
     assert.equal(code, 0, stderr)
-    assert.equal(readFileSync(file).length, LOG_BATCH_BYTES)
-    assert.match(stderr, new RegExp(`^log lines dropped from now on: standard output failed \\(standard output took ${LOG_BATCH_BYTES} bytes of a batch of ${LOG_BATCH_BYTES + 1}\\)\\n$`))
+    assert.equal(readFileSync(file).length, LOG_FILE_BATCH_BYTES)
+    assert.match(stderr, new RegExp(`^log lines dropped from now on: standard output failed \\(standard output took ${LOG_FILE_BATCH_BYTES} bytes of a batch of ${LOG_FILE_BATCH_BYTES + 1}\\)\\n$`))
   })
 
   await t.test('that cannot be written (a full disk) are dropped, said once, and the process goes on', { skip: !existsSync('/dev/full') && 'no /dev/full on this system' }, async (t) => {
