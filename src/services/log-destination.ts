@@ -51,9 +51,9 @@ export type LogOutput = Writable & { fd?: number }
  * - On a file (`npm start > service.log`, systemd's `StandardOutput=append:`), Node writes standard
  *   output synchronously anyway, through a stream around `fs.writeSync`. Here a batch goes straight
  *   to `fs.writeSync`, without the stream: the same system call, and nothing waits; its batches are
- *   LOG_FILE_BATCH_BYTES long, since a file has no PIPE_BUF. Side by side on
- *   one core, the stream around it cost a cached read about 3 % more CPU than the call alone when
- *   logging every request to a file (bench/results/2026-11-27-0533-compare-56eea9a.md).
+ *   LOG_FILE_BATCH_BYTES long, since a file has no PIPE_BUF. Side by side on one core, the stream
+ *   around it cost a cached read about 3 % more CPU than the call alone when logging every request
+ *   to a file (bench/results/2026-11-27-0533-compare-56eea9a.md).
  *
  * Nothing gathered is lost at exit: a natural exit hands the last batch over and the loop runs
  * until it is written, and process.exit() writes what waits here synchronously.
