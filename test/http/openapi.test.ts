@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { Validator } from '@seriousme/openapi-schema-validator'
@@ -496,36 +496,36 @@ function nextLink (response: Response, baseUrl: string): string | undefined {
 async function answersWhileDraining (t: TestContext, requests: string[]): Promise<Array<{ request: string, response: Response }>> {
   const { app, key, baseUrl } = await startServer(t)
   const body = '{"name":"Rex","categoryId":1}'
-  const sockets = await Promise.all(requests.map(async () => {
+  const open = async (): Promise<{ socket: Socket, ended: Promise<unknown[]>, received: () => string }> => {
     const socket = connect(Number(new URL(baseUrl).port), '127.0.0.1')
     t.after(() => socket.destroy())
     await once(socket, 'connect')
     let received = ''
     socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
     return { socket, ended: once(socket, 'end'), received: () => received }
-  }))
-  let arrived = 0
-  const allArrived = new Promise<void>((resolve) => {
-    app.server.on('request', () => { if (++arrived === requests.length) resolve() })
-  })
-  for (const { socket } of sockets) {
-    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
   }
-  await allArrived
-  const closed = app.close()
-  while (app.server.listening) await new Promise((resolve) => setImmediate(resolve))
+  const sockets = await Promise.all(requests.map(open))
+  const inFlight = await open()
+  // Each request's header, all but its last line break: the server has begun reading a request on
+  // each connection, so shutting down does not close them as idle.
   for (const [index, { socket }] of sockets.entries()) {
     const [method = '', path = ''] = (requests[index] ?? '').split(' ')
-    const second = method === 'POST'
-      ? `POST ${path} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
-      : `${method} ${path} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n\r\n`
-    socket.write(`${body.slice(5)}${second}`)
+    const fields = method === 'POST' ? `\r\nContent-Type: application/json\r\nContent-Length: ${body.length}` : ''
+    socket.write(`${method} ${path} HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}${fields}\r\n`)
   }
-  await Promise.all(sockets.map(async ({ ended }) => await ended))
+  // Written after those, so the server has read them once this request has arrived.
+  const arrived = once(app.server, 'request')
+  inFlight.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+  await arrived
+  const closed = app.close()
+  while (app.server.listening) await new Promise((resolve) => setImmediate(resolve))
+  for (const [index, { socket }] of sockets.entries()) socket.write(`\r\n${requests[index]?.startsWith('POST ') === true ? body : ''}`)
+  inFlight.socket.write(body.slice(5))
+  await Promise.all([...sockets, inFlight].map(async ({ ended }) => await ended))
   await closed
+  assert.match(inFlight.received(), /^HTTP\/1\.1 201 [^]*\r\nconnection: close\r\n/i, 'the request in flight is answered, and its connection closed')
   return sockets.map(({ received }, index) => {
-    const [, refused = ''] = received().split(/(?=HTTP\/1\.1 )/)
-    const [head = '', text = ''] = refused.split('\r\n\r\n')
+    const [head = '', text = ''] = received().split('\r\n\r\n')
     const [statusLine = '', ...fields] = head.split('\r\n')
     const headers = new Headers(fields.map((field) => [field.slice(0, field.indexOf(':')), field.slice(field.indexOf(':') + 1).trim()] as [string, string]))
     return { request: requests[index] ?? '', response: new Response(text, { status: Number(statusLine.split(' ')[1]), headers }) }
@@ -610,6 +610,7 @@ describe('responses of the running server', () => {
         ])) {
           assert.equal(answer.response.status, 503, `${answer.request}: ${await answer.response.clone().text()}`)
           assert.equal(answer.response.headers.get('retry-after'), '1', answer.request)
+          assert.equal(answer.response.headers.get('connection'), 'close', answer.request)
           const [method = '', url = ''] = answer.request.split(' ')
           await assertConforms(checker, method, url.slice('/v1'.length).replace(/\/1$/, '/{petId}'), answer.response)
         }

@@ -244,34 +244,43 @@ describe('surface', () => {
 })
 
 describe('shutting down', () => {
-  test('a request that arrives on an open connection while the server shuts down gets 503 service_unavailable in the API error shape', async (t) => {
+  test('once the server shuts down, a request in flight is answered, a request that arrives on an open connection gets 503 service_unavailable in the API error shape, and both connections close at once', async (t) => {
     const { app, key, baseUrl } = await startServer(t)
-    const socket = connect(Number(new URL(baseUrl).port), '127.0.0.1')
-    t.after(() => socket.destroy())
-    await once(socket, 'connect')
-    let received = ''
-    socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
-    const ended = once(socket, 'end')
+    const open = async (): Promise<{ socket: Socket, ended: Promise<unknown[]>, received: () => string }> => {
+      const socket = connect(Number(new URL(baseUrl).port), '127.0.0.1')
+      t.after(() => socket.destroy())
+      await once(socket, 'connect')
+      let received = ''
+      socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
+      // Well within the keep-alive timeout (72 s): a connection left open until then fails the test.
+      return { socket, ended: once(socket, 'end', { signal: AbortSignal.timeout(30_000) }), received: () => received }
+    }
+    const creating = await open()
+    const asking = await open()
 
-    // A create whose body is still on its way keeps the connection busy while the server starts closing.
+    // A request whose header is half sent keeps one connection busy while the server starts closing...
+    asking.socket.write(`GET /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n`)
+    // ...and a create whose body is still on its way, written after it, keeps the other.
     const body = '{"name":"Rex","categoryId":1}'
     const arrived = once(app.server, 'request')
-    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+    creating.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
     await arrived
     const closed = app.close()
     while (app.server.listening) await new Promise((resolve) => setImmediate(resolve))
-    // The rest of the body, and a second request behind it on the same connection.
-    socket.write(`${body.slice(5)}GET /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n\r\n`)
-    await ended
+    asking.socket.write('\r\n')
+    creating.socket.write(body.slice(5))
+    await Promise.all([creating.ended, asking.ended])
     await closed
 
-    const [created, refused] = received.split(/(?=HTTP\/1\.1 )/)
-    assert.match(created ?? '', /^HTTP\/1\.1 201 /, received)
-    const [head = '', refusedBody] = (refused ?? '').split('\r\n\r\n')
-    assert.match(head, /^HTTP\/1\.1 503 /, received)
+    const [createdHead = ''] = creating.received().split('\r\n\r\n')
+    assert.match(createdHead, /^HTTP\/1\.1 201 /, creating.received())
+    assert.match(createdHead, /\r\nconnection: close(\r\n|$)/i)
+    const [head = '', refusedBody] = asking.received().split('\r\n\r\n')
+    assert.match(head, /^HTTP\/1\.1 503 /, asking.received())
     assert.match(head, /\r\ncontent-type: application\/json; charset=utf-8\r\n/i)
     assert.match(head, /\r\nretry-after: 1\r\n/i)
     assert.match(head, /\r\nx-request-id: [0-9a-f-]{36}\r\n/i)
+    assert.match(head, /\r\nconnection: close(\r\n|$)/i)
     assert.deepEqual(JSON.parse(refusedBody ?? ''), { code: 'service_unavailable', message: 'the service is shutting down; retry shortly', status: 503 })
   })
 })

@@ -1,5 +1,5 @@
 import { ApiError } from '../../core/errors.js'
-import { errorAnswer } from '../exchange.js'
+import { announcesBody, errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
 const DRAINING = new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' })
@@ -8,6 +8,12 @@ const DRAINING = new ApiError('service_unavailable', 'the service is shutting do
  * Requests that reach the server while it shuts down (on connections kept alive, or sent behind
  * one still being answered) get 503 and Retry-After in the API's error shape, before anything
  * else. Shutting down starts with the framework's close (its preClose hook).
+ *
+ * Every answer written once shutting down has begun, a refusal or the answer to a request that was
+ * in flight, says `Connection: close`, and Node closes the connection once it is written. The
+ * framework's close ends only the connections idle at that moment: without this, a keep-alive
+ * connection whose request was in flight stayed open until its keep-alive timeout (72 s), longer
+ * than the server waits before forcing its exit.
  */
 export function drainRefusal (): Step {
   let closing = false
@@ -22,6 +28,10 @@ export function drainRefusal (): Step {
     },
     onRequest: function refuseWhileClosing (exchange) {
       return closing ? errorAnswer(exchange, DRAINING) : undefined
+    },
+    onAnswer: function closeWhileClosing (exchange) {
+      // A body still unread says so itself: the API's refusal closes (errorAnswer), and the framework closes while closing.
+      if (closing && (exchange.request.complete || !announcesBody(exchange.headers))) exchange.header('connection', 'close')
     }
   }
 }
