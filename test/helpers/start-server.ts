@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { connect, type Socket } from 'node:net'
 import type { TestContext } from 'node:test'
 import { buildTestApp, type TestApp } from './build-app.js'
 
@@ -13,4 +15,22 @@ export async function startServer (t: TestContext, env: Record<string, string> =
   const address = testApp.app.server.address()
   if (address === null || typeof address === 'string') throw new Error('server has no TCP address')
   return { ...testApp, baseUrl: `http://127.0.0.1:${address.port}` }
+}
+
+/** A raw TCP connection to the server: what a test writes goes out byte for byte, and everything received is kept. */
+export interface RawConnection {
+  socket: Socket
+  /** Settles when the server ends the connection; rejects if it has not within 30 s, well inside the keep-alive timeout (72 s). */
+  ended: Promise<unknown[]>
+  received: () => string
+}
+
+/** Opens a raw connection to the server at baseUrl, destroyed when the test ends. */
+export async function openRawConnection (t: TestContext, baseUrl: string): Promise<RawConnection> {
+  const socket = connect(Number(new URL(baseUrl).port), '127.0.0.1')
+  t.after(() => socket.destroy())
+  await once(socket, 'connect')
+  let received = ''
+  socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
+  return { socket, ended: once(socket, 'end', { signal: AbortSignal.timeout(30_000) }), received: () => received }
 }

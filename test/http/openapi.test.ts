@@ -1,5 +1,4 @@
 import { once } from 'node:events'
-import { connect, type Socket } from 'node:net'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { Validator } from '@seriousme/openapi-schema-validator'
@@ -9,7 +8,7 @@ import { fingerprintOf } from '../../src/core/idempotency.js'
 import { buildTestApp, type TestApp } from '../helpers/build-app.js'
 import { atPointer, deref, documentValidator, HTTP_METHODS, type OpenApiDocument, type Operation, type Schema } from '../helpers/openapi-validator.js'
 import { routePaths } from '../helpers/routes.js'
-import { startServer, type TestServer } from '../helpers/start-server.js'
+import { openRawConnection, startServer, type TestServer } from '../helpers/start-server.js'
 
 const json = { 'content-type': 'application/json' }
 
@@ -496,16 +495,8 @@ function nextLink (response: Response, baseUrl: string): string | undefined {
 async function answersWhileDraining (t: TestContext, requests: string[]): Promise<Array<{ request: string, response: Response }>> {
   const { app, key, baseUrl } = await startServer(t)
   const body = '{"name":"Rex","categoryId":1}'
-  const open = async (): Promise<{ socket: Socket, ended: Promise<unknown[]>, received: () => string }> => {
-    const socket = connect(Number(new URL(baseUrl).port), '127.0.0.1')
-    t.after(() => socket.destroy())
-    await once(socket, 'connect')
-    let received = ''
-    socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
-    return { socket, ended: once(socket, 'end'), received: () => received }
-  }
-  const sockets = await Promise.all(requests.map(open))
-  const inFlight = await open()
+  const sockets = await Promise.all(requests.map(async () => await openRawConnection(t, baseUrl)))
+  const inFlight = await openRawConnection(t, baseUrl)
   // Each request's header, all but its last line break: the server has begun reading a request on
   // each connection, so shutting down does not close them as idle.
   for (const [index, { socket }] of sockets.entries()) {

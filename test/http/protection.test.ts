@@ -9,7 +9,7 @@ import { buildTestApp, createTestKey, METRICS_AUTH, TEST_DEFAULTS, buildServedAp
 import { logLineSink } from '../helpers/log-lines.js'
 import { redisAvailable, REDIS_URL } from '../helpers/redis.js'
 import { routePaths } from '../helpers/routes.js'
-import { startServer } from '../helpers/start-server.js'
+import { openRawConnection, startServer } from '../helpers/start-server.js'
 
 describe('rate limiting', () => {
   test('is off by default: no RateLimit headers', async (t) => {
@@ -246,17 +246,8 @@ describe('surface', () => {
 describe('shutting down', () => {
   test('once the server shuts down, a request in flight is answered, a request that arrives on an open connection gets 503 service_unavailable in the API error shape, and both connections close at once', async (t) => {
     const { app, key, baseUrl } = await startServer(t)
-    const open = async (): Promise<{ socket: Socket, ended: Promise<unknown[]>, received: () => string }> => {
-      const socket = connect(Number(new URL(baseUrl).port), '127.0.0.1')
-      t.after(() => socket.destroy())
-      await once(socket, 'connect')
-      let received = ''
-      socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
-      // Well within the keep-alive timeout (72 s): a connection left open until then fails the test.
-      return { socket, ended: once(socket, 'end', { signal: AbortSignal.timeout(30_000) }), received: () => received }
-    }
-    const creating = await open()
-    const asking = await open()
+    const creating = await openRawConnection(t, baseUrl)
+    const asking = await openRawConnection(t, baseUrl)
 
     // A request whose header is half sent keeps one connection busy while the server starts closing...
     asking.socket.write(`GET /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\n`)
