@@ -5,9 +5,9 @@ import type { Step } from '../pipeline.js'
 const DRAINING = new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' })
 
 /**
- * Requests that reach the server while it shuts down (on connections kept alive, or sent behind
- * one still being answered) get 503 and Retry-After in the API's error shape, before anything
- * else. Shutting down starts with the framework's close (its preClose hook).
+ * Requests that reach the server while it shuts down (on a connection that was not idle when it
+ * began: one whose request header was still arriving) get 503 and Retry-After in the API's error
+ * shape, before anything else. Shutting down starts with the framework's close (its preClose hook).
  *
  * Every answer written once shutting down has begun, a refusal or the answer to a request that was
  * in flight, says `Connection: close`, and Node closes the connection once it is written. The
