@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../core/errors.js'
 import { StoreUnavailableError } from '../storage/store.js'
-import { announcesBody } from './exchange.js'
+import { bodyLeftUnread } from './exchange.js'
 import { JSON_TYPE } from './headers.js'
 import { MAX_BODY_BYTES } from './json-body.js'
 
@@ -31,7 +31,7 @@ function mediaTypeMessage (contentType: string | undefined): string {
  */
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
   const raw = reply.request.raw
-  if (!raw.complete && announcesBody(raw.headers)) reply.header('connection', 'close')
+  if (bodyLeftUnread(raw)) reply.header('connection', 'close')
   return reply
     .code(error.status)
     .headers(error.headers)

@@ -106,6 +106,11 @@ export function announcesBody (headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }
 
+/** Whether the request announced a body that has not been read whole: its connection cannot carry another request. */
+export function bodyLeftUnread (request: IncomingMessage): boolean {
+  return !request.complete && announcesBody(request.headers)
+}
+
 /**
  * The one error shape of the API: exactly {code, message, status}. A refusal that comes before the
  * request's body was read (an unauthenticated upload, an unknown path) closes the connection once
@@ -115,7 +120,7 @@ export function errorAnswer (exchange: Exchange, error: ApiError): Answer {
   const body = JSON.stringify(error.toBody())
   const headers = ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body))]
   for (const name in error.headers) headers.push(name, error.headers[name] as string)
-  if (!exchange.request.complete && announcesBody(exchange.headers)) headers.push('connection', 'close')
+  if (bodyLeftUnread(exchange.request)) headers.push('connection', 'close')
   return { statusCode: error.status, headers, body }
 }
 

@@ -1,5 +1,5 @@
 import { ApiError } from '../../core/errors.js'
-import { announcesBody, errorAnswer } from '../exchange.js'
+import { bodyLeftUnread, errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
 const DRAINING = new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' })
@@ -31,7 +31,7 @@ export function drainRefusal (): Step {
     },
     onAnswer: function closeWhileClosing (exchange) {
       // A body still unread says so itself: the API's refusal closes (errorAnswer), and the framework closes while closing.
-      if (closing && (exchange.request.complete || !announcesBody(exchange.headers))) exchange.header('connection', 'close')
+      if (closing && !bodyLeftUnread(exchange.request)) exchange.header('connection', 'close')
     }
   }
 }
