@@ -1,4 +1,5 @@
 import { once } from 'node:events'
+import type { Server } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import type { TestContext } from 'node:test'
 import { buildTestApp, type TestApp } from './build-app.js'
@@ -33,4 +34,16 @@ export async function openRawConnection (t: TestContext, baseUrl: string): Promi
   let received = ''
   socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
   return { socket, ended: once(socket, 'end', { signal: AbortSignal.timeout(30_000) }), received: () => received }
+}
+
+/**
+ * Resolves once the server has stopped accepting connections (its close has begun), which no event
+ * announces; throws if that has not happened within 10 s.
+ */
+export async function stoppedListening (server: Server): Promise<void> {
+  const deadline = Date.now() + 10_000
+  while (server.listening) {
+    if (Date.now() > deadline) throw new Error('the server still accepts connections 10 s after its close began')
+    await new Promise((resolve) => setImmediate(resolve))
+  }
 }

@@ -8,7 +8,7 @@ import { fingerprintOf } from '../../src/core/idempotency.js'
 import { buildTestApp, type TestApp } from '../helpers/build-app.js'
 import { atPointer, deref, documentValidator, HTTP_METHODS, type OpenApiDocument, type Operation, type Schema } from '../helpers/openapi-validator.js'
 import { routePaths } from '../helpers/routes.js'
-import { openRawConnection, startServer, type TestServer } from '../helpers/start-server.js'
+import { openRawConnection, startServer, stoppedListening, type TestServer } from '../helpers/start-server.js'
 
 const json = { 'content-type': 'application/json' }
 
@@ -509,7 +509,7 @@ async function answersWhileDraining (t: TestContext, requests: string[]): Promis
   inFlight.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
   await arrived
   const closed = app.close()
-  while (app.server.listening) await new Promise((resolve) => setImmediate(resolve))
+  await stoppedListening(app.server)
   for (const [index, { socket }] of sockets.entries()) socket.write(`\r\n${requests[index]?.startsWith('POST ') === true ? body : ''}`)
   inFlight.socket.write(body.slice(5))
   await Promise.all([...sockets, inFlight].map(async ({ ended }) => await ended))

@@ -9,7 +9,7 @@ import { buildTestApp, createTestKey, METRICS_AUTH, TEST_DEFAULTS, buildServedAp
 import { logLineSink } from '../helpers/log-lines.js'
 import { redisAvailable, REDIS_URL } from '../helpers/redis.js'
 import { routePaths } from '../helpers/routes.js'
-import { openRawConnection, startServer } from '../helpers/start-server.js'
+import { openRawConnection, startServer, stoppedListening } from '../helpers/start-server.js'
 
 describe('rate limiting', () => {
   test('is off by default: no RateLimit headers', async (t) => {
@@ -257,7 +257,7 @@ describe('shutting down', () => {
     creating.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
     await arrived
     const closed = app.close()
-    while (app.server.listening) await new Promise((resolve) => setImmediate(resolve))
+    await stoppedListening(app.server)
     asking.socket.write('\r\n')
     creating.socket.write(body.slice(5))
     await Promise.all([creating.ended, asking.ended])
