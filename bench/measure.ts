@@ -26,7 +26,34 @@ export interface Measurement {
    * could send.
    */
   cpuUsPerRequest: number
+  /** The share of one core the contender's processes used during the run (1 is a whole core). */
+  cpuShare: number
+  /** The share of one core the load generator (wrk) used during the run. */
+  loadShare: number
 }
+
+/**
+ * A server is saturated when it used at least this share of its core: below it, fewer requests
+ * share each turn of the event loop and each system call, so a request costs it more CPU time
+ * than at full load, and neither its rate nor its CPU time per request compares with a saturated
+ * server's.
+ */
+export const SATURATED = 0.95
+
+/**
+ * The load generator is the bottleneck when it used this share of its core or more: the rate is
+ * then what wrk could send, not what the server could answer.
+ */
+export const LOAD_GENERATOR_BOUND = 0.95
+
+/** Why a measured read run cannot enter a ratio (the server short of its core, or wrk out of its own), or undefined when it can. */
+export function unsaturated (run: Measurement): string | undefined {
+  if (run.cpuShare < SATURATED) return `server at ${percent(run.cpuShare)} of its core`
+  if (run.loadShare >= LOAD_GENERATOR_BOUND) return `wrk at ${percent(run.loadShare)} of its core`
+  return undefined
+}
+
+export const percent = (share: number): string => Number.isFinite(share) ? `${Math.round(share * 100)} %` : 'n/a'
 
 export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -79,7 +106,7 @@ export async function stopContender (running: Started): Promise<void> {
 const CLOCK_TICKS_PER_SECOND = 100
 
 /** CPU time (user and system) of a process and all its descendants, in microseconds. */
-function treeCpuUs (pid: number): number {
+export function treeCpuUs (pid: number): number {
   let total = 0
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
@@ -116,12 +143,19 @@ export async function wrkWhileSampling (running: Started, options: { path: strin
   const [file = 'wrk', ...rest] = options.pinned ? pin(1, ['wrk', ...args]) : ['wrk', ...args]
   let peak = treeRss(running.pid)
   const cpuBefore = treeCpuUs(running.pid)
-  const sampler = setInterval(() => { peak = Math.max(peak, treeRss(running.pid)) }, 50)
+  const wallBefore = performance.now()
   const wrk = spawn(file, rest, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  // wrk's own CPU time, read while it runs: once it has exited /proc no longer has it.
+  let wrkCpuUs = 0
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, treeRss(running.pid))
+    wrkCpuUs = Math.max(wrkCpuUs, treeCpuUs(wrk.pid ?? 0))
+  }, 50)
   let output = ''
   wrk.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
   const [code] = await once(wrk, 'exit') as [number | null]
   clearInterval(sampler)
+  const wallUs = (performance.now() - wallBefore) * 1000
   peak = Math.max(peak, treeRss(running.pid))
   const cpuUs = treeCpuUs(running.pid) - cpuBefore
   if (code !== 0) throw new Error(`wrk exited with ${String(code)}: ${output}`)
@@ -131,6 +165,8 @@ export async function wrkWhileSampling (running: Started, options: { path: strin
     p50Ms: toMs(p50),
     p99Ms: toMs(p99),
     peakRssMb: peak / (1024 * 1024),
-    cpuUsPerRequest: cpuUs / Math.max(1, counts.requests)
+    cpuUsPerRequest: cpuUs / Math.max(1, counts.requests),
+    cpuShare: cpuUs / wallUs,
+    loadShare: wrkCpuUs / wallUs
   }
 }

@@ -16,7 +16,7 @@ import { basename, join } from 'node:path'
 import { hostConditions, machine, root, syncToDisk } from './support.js'
 import { installJsonServer, jsonServerDatabase } from './peers.js'
 import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlite } from './datasets.js'
-import { median, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
+import { median, percent, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
 import { AS_SHIPPED, CEILING, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, PRODUCTION, PRODUCTION_ENV, writeReport } from './report.js'
 import { redisAvailable } from './redis.js'
 import { stepCost, type StepCost } from './step-cost.js'
@@ -195,7 +195,7 @@ async function main (): Promise<void> {
       const result = await wrkWhileSampling(running, { ...args, key: contender.key, duration: DURATION, pinned: contender.pinned })
       const id = `${contender.name}|${workload}`
       results.set(id, [...(results.get(id) ?? []), result])
-      console.log(`round ${round}  ${contender.name.padEnd(46)} ${workload.padEnd(7)} ${result.rps.toFixed(0).padStart(7)} req/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  peak RSS ${result.peakRssMb.toFixed(0)} MB  non-2xx ${result.non2xx}  errors ${result.errors}`)
+      console.log(`round ${round}  ${contender.name.padEnd(46)} ${workload.padEnd(7)} ${result.rps.toFixed(0).padStart(7)} req/s  CPU ${percent(result.cpuShare).padStart(5)}  wrk ${percent(result.loadShare).padStart(5)}  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms  peak RSS ${result.peakRssMb.toFixed(0)} MB  non-2xx ${result.non2xx}  errors ${result.errors}`)
     }
 
     /** Starts the contender afresh, measures those of `workloads` it runs, one after the other, and stops it. */

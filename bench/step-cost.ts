@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { seededSqlite } from './datasets.js'
-import { median, startContender, stopContender, timeToFirstAnswer, type Started } from './measure.js'
+import { median, percent as shareOfCore, SATURATED, startContender, stopContender, timeToFirstAnswer, treeCpuUs, type Started } from './measure.js'
 import { machine, parseWrk, pin, root } from './support.js'
 import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 
@@ -36,8 +36,12 @@ export function describeNodeFlags (): string {
 export const STEP_COST_PATHS = { list: '/v1/pets?limit=20', get: '/v1/pets/5' } as const
 export type StepCostWorkload = keyof typeof STEP_COST_PATHS
 
-/** Per workload: how much more CPU time a request costs with the steps than without them (0.02 is 2 %), and each round's figure. */
-export type StepCost = Record<StepCostWorkload, { cost: number, rounds: number[] }>
+/**
+ * Per workload: how much more CPU time a request costs with the steps than without them (0.02 is 2 %),
+ * over the rounds where the two servers together kept core 0 saturated, and each such round's figure;
+ * `unsaturated` counts the rounds left out.
+ */
+export type StepCost = Record<StepCostWorkload, { cost: number, rounds: number[], unsaturated: number }>
 
 async function wrkOn (url: string, key: string, duration: string): Promise<number> {
   const [file = 'wrk', ...args] = pin(1, ['wrk'])
@@ -65,6 +69,7 @@ export async function sideBySideCost (options: { measured: Side, baseline: Side,
     ? { argv: ['node', ...SERVICE_NODE_FLAGS, side.script], env: { ...side.env, PORT: String(port), BENCH_KEY: options.key } }
     : { argv: ['node', ...SERVICE_NODE_FLAGS, side.cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...side.env, PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } }
   const rounds: Record<StepCostWorkload, number[]> = { list: [], get: [] }
+  const unsaturatedRounds: Record<StepCostWorkload, number> = { list: 0, get: 0 }
   for (let round = 0; round < (options.rounds ?? ROUNDS); round++) {
     const order = round % 2 === 0 ? [options.measured, options.baseline] : [options.baseline, options.measured]
     const started = [await startContender(serve(order[0] as Side), true), await startContender(serve(order[1] as Side), true)]
@@ -75,14 +80,25 @@ export async function sideBySideCost (options: { measured: Side, baseline: Side,
         const both = async (duration: string): Promise<number[]> =>
           await Promise.all([measured, baseline].map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, duration)))
         await both('1s')
+        // Two servers sharing a core each get what the other leaves; the ratio of their rates is their
+        // cost ratio only while the core is saturated between them.
+        const cpuBefore = started.map((server) => treeCpuUs(server.pid))
+        const wallBefore = performance.now()
         const [measuredRate = NaN, baselineRate = NaN] = await both(DURATION)
-        rounds[workload].push(baselineRate / measuredRate - 1)
+        const wallUs = (performance.now() - wallBefore) * 1000
+        const share = started.reduce((sum, server, index) => sum + (treeCpuUs(server.pid) - (cpuBefore[index] ?? 0)), 0) / wallUs
+        if (share >= SATURATED) rounds[workload].push(baselineRate / measuredRate - 1)
+        else {
+          unsaturatedRounds[workload]++
+          console.error(`  round ${round + 1}, ${workload}: the two servers used ${shareOfCore(share)} of core 0; the round is left out`)
+        }
       }
     } finally {
       for (const server of started) await stopContender(server)
     }
   }
-  return { list: { cost: median(rounds.list), rounds: rounds.list }, get: { cost: median(rounds.get), rounds: rounds.get } }
+  const judged = (workload: StepCostWorkload) => ({ cost: rounds[workload].length >= 2 ? median(rounds[workload]) : NaN, rounds: rounds[workload], unsaturated: unsaturatedRounds[workload] })
+  return { list: judged('list'), get: judged('get') }
 }
 
 /** What the steps that the second CLI lacks cost: the two builds side by side with the same settings. */
@@ -93,7 +109,7 @@ export async function stepCost (options: { withSteps: string, withoutSteps: stri
 export function describeStepCost (cost: StepCost): string[] {
   const percent = (value: number): string => `${(value * 100).toFixed(1)} %`
   return (Object.keys(STEP_COST_PATHS) as StepCostWorkload[]).map((workload) =>
-    `| \`GET ${STEP_COST_PATHS[workload]}\` | ${percent(cost[workload].cost)} | ${cost[workload].rounds.map(percent).join(', ')} |`)
+    `| \`GET ${STEP_COST_PATHS[workload]}\` | ${percent(cost[workload].cost)} | ${cost[workload].rounds.map(percent).join(', ')}${cost[workload].unsaturated > 0 ? ` (${cost[workload].unsaturated} unsaturated rounds left out)` : ''} |`)
 }
 
 async function main (): Promise<void> {
