@@ -1,6 +1,6 @@
 /**
  * npm run reliability: the long trials that npm test only samples, with their figures
- * written to docs/reliability-results.md.
+ * written to bench/results/reliability.md, beside the overload benchmark's.
  *   1. test/process/crash-durability.test.ts with CRASH_TRIALS=50 (SQLite and PostgreSQL);
  *   2. test/http/fuzz.test.ts with FUZZ_RUNS=50000, when the file exists;
  *   3. bench/overload.ts, when the file exists;
@@ -15,7 +15,7 @@ import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:o
 import { join } from 'node:path'
 
 const root = join(import.meta.dirname, '..')
-const RESULTS = join(root, 'docs', 'reliability-results.md')
+const RESULTS = join(root, 'bench', 'results', 'reliability.md')
 const CRASH_TEST = 'test/process/crash-durability.test.ts'
 const FUZZ_TEST = 'test/http/fuzz.test.ts'
 const OVERLOAD_BENCH = 'bench/overload.ts'
@@ -239,7 +239,7 @@ same crash test with 10 trials and the fuzz test with its default number of runs
 - Result: ${failures.length === 0 ? 'no failure' : `FAILED: ${failures.join('; ')}`}${skipped.length > 0 ? `; skipped: ${skipped.join(', ')}` : ''}
 
 ${sections.join('\n')}`
-mkdirSync(join(root, 'docs'), { recursive: true })
+mkdirSync(join(root, 'bench', 'results'), { recursive: true })
 writeFileSync(RESULTS, summary)
 console.log(`\nWrote ${RESULTS}; full output of each part in ${logDir}`)
 if (failures.length > 0) {

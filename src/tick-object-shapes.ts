@@ -5,9 +5,8 @@ const kept: object[] = []
 
 /**
  * Keeps the hidden classes (V8 maps) of the objects `process.nextTick()` queues alive for as long
- * as the process runs, so that the code building them stays optimised. Operators need it: without
- * it a server process often loses about a tenth of its throughput for good at a garbage collection,
- * as eight starts of eight did without --max-semi-space-size=4 (docs/performance.md, "Node's tick objects").
+ * as the process runs, so that the code building them stays optimised. Without it a server process
+ * can lose part of its throughput for good at a garbage collection (docs/performance.md, "Speed code").
  *
  * Node 20 builds each tick as the literal `{ [async_id_symbol]: id, [trigger_async_id_symbol]: id,
  * callback, args }`. For each key after the first computed one, V8 records the hidden class the key

@@ -16,8 +16,8 @@ export const LOG_BATCH_BYTES = 4096
 export const LOG_FLUSH_MS = 250
 /**
  * The batch for a file, which has no PIPE_BUF: Linux keeps each write to a file together, whatever
- * its size. A write costs about as much for 16 KB as for 4 KB, so a line costs less (in a loop of
- * their own, 190 ns against 300 ns), and under load the peak RSS did not move (docs/performance.md).
+ * its size. A write costs about as much for 16 KB as for 4 KB, so a longer batch makes each line
+ * cheaper without holding lines in the heap for long.
  */
 export const LOG_FILE_BATCH_BYTES = 16 * 1024
 /**
@@ -45,15 +45,14 @@ export type LogOutput = Writable & { fd?: number }
  * - pino's asynchronous destination (sonic-boom with `sync: false`) was the first choice. It writes
  *   in libuv's thread pool, and a batch still in that pool when process.exit() runs is written
  *   after the lines written synchronously at exit, or not at all. Its own batching (`minLength`)
- *   also measured the whole growing string again for every line: a fifth of a cached read
- *   (docs/performance.md, "What each protection costs"). Here a line costs a push onto an array.
+ *   also measures the whole growing string again for every line. Here a line costs a push onto an
+ *   array (docs/performance.md, "Speed code").
  *
  * - On a file (`npm start > service.log`, systemd's `StandardOutput=append:`), Node writes standard
  *   output synchronously anyway, through a stream around `fs.writeSync`. Here a batch goes straight
  *   to `fs.writeSync`, without the stream: the same system call, and nothing waits; its batches are
- *   LOG_FILE_BATCH_BYTES long, since a file has no PIPE_BUF. Side by side on one core, the stream
- *   around it cost a cached read about 3 % more CPU than the call alone when logging every request
- *   to a file (bench/results/2026-11-27-0533-compare-56eea9a.md).
+ *   LOG_FILE_BATCH_BYTES long, since a file has no PIPE_BUF. The stream around the call adds work to
+ *   every batch and saves none.
  *
  * Nothing gathered is lost at exit: a natural exit hands the last batch over and the loop runs
  * until it is written, and process.exit() writes what waits here synchronously.
