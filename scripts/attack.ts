@@ -28,6 +28,7 @@ import { createAccount, createApiKey } from '../src/services/accounts.js'
 import { openPostgresStore } from '../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../src/storage/store.js'
+import { Browser, floodSignUps, messageOf, patientLogIn, type Answer } from '../test/helpers/portal-browser.js'
 
 const root = join(import.meta.dirname, '..')
 const CLI = process.env.ATTACK_CLI ?? join(root, 'dist', 'cli', 'main.js')
@@ -112,60 +113,6 @@ function cliRunner (databaseUrl: string): Target['cli'] {
   }
 }
 
-// ---------------------------------------------------------------------------------------
-// A browser on the portal: keeps its cookies, fills forms with their CSRF token, speaks from one address.
-
-interface Answer { status: number, headers: Headers, body: string }
-
-class Browser {
-  readonly cookies = new Map<string, string>()
-  constructor (private readonly baseUrl: string, readonly address: string) {}
-
-  private headers (extra: Record<string, string> = {}): Record<string, string> {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-    return { 'x-forwarded-for': this.address, ...(cookie === '' ? {} : { cookie }), ...extra }
-  }
-
-  private keep (response: Response): void {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';')
-      const name = pair.slice(0, pair.indexOf('='))
-      if (/;\s*Max-Age=0/i.test(line)) this.cookies.delete(name)
-      else this.cookies.set(name, pair.slice(name.length + 1))
-    }
-  }
-
-  async get (path: string): Promise<Answer> {
-    const response = await fetch(this.baseUrl + path, { headers: this.headers(), redirect: 'manual' })
-    this.keep(response)
-    return { status: response.status, headers: response.headers, body: await response.text() }
-  }
-
-  async post (path: string, fields: Record<string, string>, extra: Record<string, string> = {}): Promise<Answer> {
-    const response = await fetch(this.baseUrl + path, {
-      method: 'POST',
-      headers: this.headers({ 'content-type': 'application/x-www-form-urlencoded', ...extra }),
-      body: new URLSearchParams(fields).toString(),
-      redirect: 'manual'
-    })
-    this.keep(response)
-    return { status: response.status, headers: response.headers, body: await response.text() }
-  }
-
-  /** The CSRF token of the page's form posting to `action` (the first form when none is named). */
-  async token (page: string, action?: string): Promise<string> {
-    const body = (await this.get(page)).body
-    const from = action === undefined ? 0 : Math.max(0, body.indexOf(`action="${action}"`))
-    return /<input type="hidden" name="_csrf" value="([^"]+)">/.exec(body.slice(from))?.[1] ?? ''
-  }
-
-  async submit (page: string, action: string, fields: Record<string, string>): Promise<Answer> {
-    return this.post(action, { _csrf: await this.token(page, action), ...fields })
-  }
-}
-
-/** The message the portal shows on a page. */
-const messageOf = (body: string): string => /<p class="message [a-z]+" [^>]*>([^<]*)<\/p>/.exec(body)?.[1] ?? ''
 const isHtml = (answer: Answer): boolean => /^text\/html/.test(answer.headers.get('content-type') ?? '')
 const unique = (prefix: string): string => `${prefix}-${randomBytes(4).toString('hex')}@attack.example`
 /** A fresh block of client addresses for one case, so no case is throttled by another. */
@@ -610,7 +557,31 @@ export const CASES: AttackCase[] = [
       const named = /2048/.test(body) || !/petId/.test(name) ? '' : ': the message does not name the limit'
       return { observed: `${status}${named}${/invalid JSON|not valid JSON/.test(body) || !/byte-order/.test(name) ? '' : `: ${body.slice(0, 80)}`}`, ok: status === expected && named === '' && (!/byte-order/.test(name) || /not valid JSON/.test(body)) }
     }
-  }))
+  })),
+  // Issue 39, 2. The password-hash queue could be starved by sign-ups retried at once on each 429.
+  {
+    item: '39.2',
+    name: '24 addresses flooding POST /portal/signup, retrying at once on each 429; a person honouring Retry-After logs in twice',
+    expected: 'both log in (303), each within 10 s; the flood refused, no 5xx',
+    run: async (target) => {
+      const at = addresses()
+      const email = unique('patient')
+      await signedUp(target, email, at(100))
+      const stop = new AbortController()
+      const flood = floodSignUps(target.baseUrl, Array.from({ length: 24 }, (_, n) => at(n)), PASSWORD, stop.signal)
+      await Promise.race([flood.refused, flood.done])
+      const person = new Browser(target.baseUrl, at(300))
+      const results = []
+      for (let attempt = 0; attempt < 2; attempt++) {
+        person.cookies.delete('portal_session')
+        results.push(await patientLogIn(person, email, PASSWORD, 10_000))
+      }
+      stop.abort()
+      const statuses = await flood.done
+      const observed = `${results.map(({ status, refusals, tookMs }) => `${status} after ${refusals} 429s in ${(tookMs / 1000).toFixed(1)} s`).join(', ')}; flood ${tally(statuses)}`
+      return { observed, ok: results.every(({ status, tookMs }) => status === 303 && tookMs <= 10_000) && statuses.includes(429) && !statuses.some((status) => status >= 500) }
+    }
+  }
 ]
 
 // ---------------------------------------------------------------------------------------

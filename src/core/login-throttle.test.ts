@@ -7,6 +7,7 @@ import {
   deviceSubject,
   LOGIN_THROTTLE,
   lockedVerdict,
+  networkPrefix,
   pairSubject,
   unknownDeviceLockMs,
   windowVerdict
@@ -62,4 +63,13 @@ test('addressBucket keeps IPv4, unmaps IPv4-mapped IPv6 and groups IPv6 by /64',
   assert.equal(addressBucket('2001:DB8:1:2:ffff::1%eth0'), '2001:db8:1:2::/64')
   assert.equal(addressBucket('::1'), '0:0:0:0::/64')
   assert.equal(addressBucket('not an address'), 'not an address')
+})
+
+test('the network of an address: an IPv4 /24, an IPv6 /56, IPv4-mapped IPv6 as IPv4', () => {
+  assert.equal(networkPrefix('198.51.100.23'), '198.51.100.0/24')
+  assert.equal(networkPrefix('::ffff:198.51.100.23'), '198.51.100.0/24')
+  assert.equal(networkPrefix('2001:db8:1:2ab:3::4'), '2001:db8:1:200::/56')
+  assert.equal(networkPrefix('2001:db8:1:2ff::9'), networkPrefix('2001:db8:1:200::1'))
+  assert.notEqual(networkPrefix('2001:db8:1:300::1'), networkPrefix('2001:db8:1:200::1'))
+  assert.equal(networkPrefix('not an address'), 'not an address')
 })

@@ -84,6 +84,19 @@ export function addressBucket (ip: string): string {
   return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`
 }
 
+/**
+ * The network an address belongs to, wider than its bucket: an IPv4 /24, an IPv6 /56 (what a
+ * provider commonly gives one customer). One party easily holds every address of it.
+ */
+export function networkPrefix (ip: string): string {
+  const bucket = addressBucket(ip)
+  if (isIPv4(bucket)) return `${bucket.split('.').slice(0, 3).join('.')}.0/24`
+  const groups = ipv6Groups(ip)
+  if (groups === undefined) return bucket
+  const [a = 0, b = 0, c = 0, d = 0] = groups
+  return `${[a, b, c, d & 0xff00].map((group) => group.toString(16)).join(':')}::/56`
+}
+
 export interface AttemptCount {
   /** Attempts in the current window, this one included. */
   attempts: number

@@ -1,7 +1,6 @@
 import { newDeviceCookie, verifyDeviceCookie } from '../core/device-cookies.js'
 import {
   accountSubject,
-  addressBucket,
   addressSubject,
   deviceSubject,
   LOGIN_THROTTLE,
@@ -14,11 +13,11 @@ import {
 import { needsRehash, passwordProblem } from '../core/passwords.js'
 import { appendAuditEvent, type AuditContext } from '../services/audit-trail.js'
 import { DuplicateEmailError, type Store } from '../storage/store.js'
-import { PasswordHasherBusyError, type PasswordHasher, type PasswordWork } from './password.js'
+import { PasswordHasherBusyError, type BusyReason, type PasswordClient, type PasswordHasher, type PasswordWork } from './password.js'
 
 export type Throttled = { outcome: 'throttled', by: ThrottledBy, retryAfterSeconds: number }
-/** The password hasher had no place for this client: refused before anything was counted. */
-export type Busy = { outcome: 'busy', reason: 'client' | 'full', retryAfterSeconds: number }
+/** The password hasher had no place for this client: refused before the throttle counted anything. */
+export type Busy = { outcome: 'busy', reason: BusyReason, retryAfterSeconds: number }
 
 export type LogInResult =
   /** `deviceCookie`: a fresh device cookie for the browser, bound to the email. */
@@ -41,9 +40,9 @@ export interface LogInInput {
 export interface DeviceCookieSecret { secret: string }
 
 /** Runs the work as the address's one password check, or answers that there is no place for it. */
-async function admitted<T> (hasher: PasswordHasher, ip: string, work: (passwords: PasswordWork) => Promise<T>): Promise<T | Busy> {
+async function admitted<T> (hasher: PasswordHasher, client: PasswordClient, work: (passwords: PasswordWork) => Promise<T>): Promise<T | Busy> {
   try {
-    return await hasher.forClient(addressBucket(ip), work)
+    return await hasher.forClient(client, work)
   } catch (error) {
     if (error instanceof PasswordHasherBusyError) return { outcome: 'busy', reason: error.reason, retryAfterSeconds: error.retryAfterSeconds }
     throw error
@@ -56,9 +55,10 @@ async function admitted<T> (hasher: PasswordHasher, ip: string, work: (passwords
  * once; a success gives the counts of its own browser or network back.
  */
 export async function logIn (store: Store, hasher: PasswordHasher, devices: DeviceCookieSecret, input: LogInInput): Promise<LogInResult> {
-  return admitted(hasher, input.ip, async (passwords): Promise<LogInResult> => {
+  // A browser that has logged in to this email before has places kept for it in the queue.
+  const device = verifyDeviceCookie(devices.secret, input.deviceCookie, input.email, new Date())
+  return admitted(hasher, { ip: input.ip, kind: device === undefined ? 'log-in' : 'known-device' }, async (passwords): Promise<LogInResult> => {
     const now = new Date()
-    const device = verifyDeviceCookie(devices.secret, input.deviceCookie, input.email, now)
     const address = addressSubject(input.ip)
     const own = device === undefined ? pairSubject(input.email, input.ip) : deviceSubject(device.nonce)
     const [addressCount, ownCount] = await store.loginAttempts.record([address, own], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
@@ -118,7 +118,7 @@ export type SignUpResult =
 export async function signUp (store: Store, hasher: PasswordHasher, devices: DeviceCookieSecret, input: { email: string, password: string, ip: string }): Promise<SignUpResult> {
   const problem = passwordProblem(input.password)
   if (problem !== undefined) return { outcome: 'invalid_password', message: problem }
-  return admitted(hasher, input.ip, async (passwords): Promise<SignUpResult> => {
+  return admitted(hasher, { ip: input.ip, kind: 'sign-up' }, async (passwords): Promise<SignUpResult> => {
     const now = new Date()
     const [addressCount] = await store.loginAttempts.record([addressSubject(input.ip)], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
     if (addressCount === undefined) throw new Error('the attempt was not counted')

@@ -155,16 +155,17 @@ const THROTTLED_BY: Readonly<Record<ThrottledBy, string>> = {
   account: 'Too many failed log-ins for this account from browsers it has not logged in with before. A browser you have logged in with before is not held back.'
 }
 
+const BUSY: Readonly<Record<Busy['reason'], string>> = {
+  client: 'Another log-in or sign-up from your network is being checked.',
+  early: 'The portal is busy, and your network tried again before its wait ended: each early try makes the wait longer.',
+  full: 'The portal is checking many passwords right now.'
+}
+
 /** What a log-in or sign-up refused before its password was checked says, with its Retry-After. */
 function refusalOf (result: Throttled | Busy): { message: string, retryAfterSeconds: number } {
   const wait = `Try again in ${duration(result.retryAfterSeconds)}.`
   if (result.outcome === 'throttled') return { message: `${THROTTLED_BY[result.by]} ${wait}`, retryAfterSeconds: result.retryAfterSeconds }
-  return {
-    message: result.reason === 'client'
-      ? `Another log-in or sign-up from your network is being checked. ${wait}`
-      : `The portal is checking many passwords right now. ${wait}`,
-    retryAfterSeconds: result.retryAfterSeconds
-  }
+  return { message: `${BUSY[result.reason]} ${wait}`, retryAfterSeconds: result.retryAfterSeconds }
 }
 
 const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1) + (text.endsWith('.') ? '' : '.')
