@@ -67,9 +67,17 @@ export function failureToApiError (error: unknown, log: FastifyBaseLogger | unde
   return new ApiError('internal_error', `an unexpected error occurred; quote request id ${requestId} when reporting it`)
 }
 
-export function notFoundError (request: FastifyRequest): ApiError {
-  const path = request.url.split('?')[0] ?? ''
-  return ApiError.notFound(`no route matches ${request.method} ${path.slice(0, 200)}`)
+/** What knows the paths of the API, to name the one a mistyped path most likely meant. */
+export interface PathHints { closestPath: (path: string) => string | undefined }
+
+/** The 404 of a path that matches no route, the API's or the framework's: the path, and the API path it most likely meant. */
+export function noRouteError (method: string, path: string, hints: PathHints): ApiError {
+  const meant = hints.closestPath(path)
+  return ApiError.notFound(`no route matches ${method} ${path.slice(0, 200)}${meant === undefined ? '' : `; did you mean ${meant}?`}`)
+}
+
+export function notFoundError (request: FastifyRequest, hints: PathHints): ApiError {
+  return noRouteError(request.method, request.url.split('?')[0] ?? '', hints)
 }
 
 /** The one error handler: set before any route, since each route keeps the handler it was given. */
@@ -83,8 +91,8 @@ export function registerErrorHandler (app: FastifyInstance): void {
  * The not-found handler (the pipeline's routing step answers unknown routes before it): set after
  * the pipeline, since Fastify gives it the hooks that exist when it is set.
  */
-export function registerNotFoundHandler (app: FastifyInstance): void {
+export function registerNotFoundHandler (app: FastifyInstance, hints: PathHints): void {
   app.setNotFoundHandler(function notFound (request, reply) {
-    return sendError(reply, notFoundError(request))
+    return sendError(reply, notFoundError(request, hints))
   })
 }
