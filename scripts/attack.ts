@@ -74,13 +74,14 @@ async function freePort (): Promise<number> {
   return port
 }
 
-async function startServer (databaseUrl: string): Promise<Server> {
+/** A server on the database; its log lines (at LOG_LEVEL `logLevel`) go to `onLine`. */
+async function startServer (databaseUrl: string, { logLevel = 'warn', onLine = () => {} }: { logLevel?: string, onLine?: (line: string) => void } = {}): Promise<Server> {
   const port = await freePort()
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', TRUST_PROXY: 'loopback', METRICS_TOKEN },
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: logLevel, TRUST_PROXY: 'loopback', METRICS_TOKEN },
     stdio: ['ignore', 'pipe', 'inherit']
   })
-  createInterface({ input: child.stdout }).on('line', () => {})
+  createInterface({ input: child.stdout }).on('line', onLine)
   const baseUrl = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 30_000
   for (;;) {
@@ -588,6 +589,31 @@ export const CASES: AttackCase[] = [
       const { received } = await rawExchange(target.baseUrl, 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 30\r\nExpect: 100-continue\r\n\r\n', (text) => /\r\n\r\n/.test(text))
       const observed = /^HTTP\/1\.1 100/.test(received) ? '100 Continue first' : `${statusOf(received)} with no 100 Continue before it`
       return { observed, ok: observed === '401 with no 100 Continue before it' }
+    }
+  },
+  // Issue 39, finding 6: keys reached the log percent-encoded in a query, and sent as X-Request-Id.
+  {
+    item: '39.6',
+    name: 'a key percent-encoded in a query, and a key sent as X-Request-Id, to a server logging at info',
+    expected: 'X-Request-Id replaced, no log line holds the key',
+    run: async (target) => {
+      const lines: string[] = []
+      const server = await startServer(target.databaseUrl, { logLevel: 'info', onLine: (line) => lines.push(line) })
+      try {
+        const key = await apiKey(target)
+        const auth = { authorization: `Bearer ${key}` }
+        await (await fetch(`${server.baseUrl}/v1/pets?k=${key.replace('_', '%5F')}`, { headers: auth })).arrayBuffer()
+        const echo = await fetch(`${server.baseUrl}/v1/pets`, { headers: { ...auth, 'x-request-id': key } })
+        await echo.arrayBuffer()
+        const deadline = Date.now() + 5000
+        while (lines.filter((line) => line.includes('"request completed"')).length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+        const replaced = echo.headers.get('x-request-id') !== key
+        const logged = lines.some((line) => line.includes(key.slice(4)))
+        const observed = `X-Request-Id ${replaced ? 'replaced' : 'echoed'}, ${logged ? 'a log line holds the key' : 'no log line holds the key'}`
+        return { observed, ok: observed === 'X-Request-Id replaced, no log line holds the key' }
+      } finally {
+        await stopServer(server)
+      }
     }
   },
   // 9. Small answers that should be stricter.
