@@ -22,8 +22,10 @@ import { connect as connectSocket, createServer, type AddressInfo } from 'node:n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
+import Database from 'better-sqlite3'
 import pg from 'pg'
 import { generateApiKey, MAX_LIVE_KEYS, newKeyId } from '../src/core/api-keys.js'
+import { MAX_PET_ID } from '../src/core/pets.js'
 import { createAccount, createApiKey } from '../src/services/accounts.js'
 import { openPostgresStore } from '../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
@@ -273,6 +275,40 @@ async function keyedRate (baseUrl: string, key: string, ms: number, clients = 4)
     }
   }))
   return { rate: statuses.length * 1000 / ms, statuses }
+}
+
+/** A database of the engine's own, migrated, for a case that must leave the shared one as it is. */
+async function freshDatabase (engine: Target['engine']): Promise<{ url: string, store: Store, drop: () => Promise<void> }> {
+  let url: string
+  let remove: () => Promise<void>
+  if (engine === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'animal-store-attack-case-'))
+    url = `sqlite:${join(dir, 'animal-store.sqlite')}`
+    remove = async () => { rmSync(dir, { recursive: true, force: true }) }
+  } else {
+    const schema = await postgresSchema()
+    if (schema === undefined) throw new Error('PostgreSQL does not answer')
+    url = schema.url
+    remove = schema.drop
+  }
+  const store = engine === 'sqlite' ? openSqliteStore(url.slice('sqlite:'.length)) : openPostgresStore(url, { poolSize: 2, onError: () => {} })
+  await store.migrate()
+  return { url, store, drop: async () => { await store.close(); await remove() } }
+}
+
+/** Writes an animal with this id by hand, as a restore could; on PostgreSQL the id counter moves to it, as the store moves it. */
+async function petRowWithId (engine: Target['engine'], url: string, id: bigint): Promise<void> {
+  if (engine === 'sqlite') {
+    const db = new Database(url.slice('sqlite:'.length))
+    db.prepare('INSERT INTO pets (id, name, category_id, created_at) VALUES (?, \'by hand\', 1, 0)').run(id)
+    db.close()
+    return
+  }
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query('INSERT INTO pets (id, name, category_id, created_at) VALUES ($1, \'by hand\', 1, 0)', [id.toString()])
+  await client.query('UPDATE counters SET value = $1 WHERE name = \'pet_ids\'', [id.toString()])
+  await client.end()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -613,6 +649,34 @@ export const CASES: AttackCase[] = [
         return { observed, ok: observed === 'X-Request-Id replaced, no log line holds the key' }
       } finally {
         await stopServer(server)
+      }
+    }
+  },
+  // Issue 39, finding 18: ids were computed through a double, so a catalogue at 2^53 handed out a duplicate.
+  {
+    item: '39.18',
+    name: 'three creates after a row with id 2^53 − 3, then one after a row with id 2^53',
+    expected: `201 id ${MAX_PET_ID - 1}, 201 id ${MAX_PET_ID}, 507; then 507`,
+    run: async (target) => {
+      const db = await freshDatabase(target.engine)
+      const server = await startServer(db.url)
+      try {
+        const email = unique('ids')
+        await createAccount(db.store, { email })
+        const auth = { authorization: `Bearer ${(await createApiKey(db.store, { email })).key}`, 'content-type': 'application/json' }
+        const create = async (): Promise<string> => {
+          const response = await fetch(`${server.baseUrl}/v1/pets`, { method: 'POST', headers: auth, body: '{"name":"Rex","categoryId":1}' })
+          const id = /^\{"id":(\d+)/.exec(await response.text())?.[1]
+          return id === undefined ? `${response.status}` : `${response.status} id ${id}`
+        }
+        await petRowWithId(target.engine, db.url, BigInt(MAX_PET_ID) - 2n)
+        const first = [await create(), await create(), await create()].join(', ')
+        await petRowWithId(target.engine, db.url, BigInt(MAX_PET_ID) + 1n)
+        const observed = `${first}; then ${await create()}`
+        return { observed, ok: observed === `201 id ${MAX_PET_ID - 1}, 201 id ${MAX_PET_ID}, 507; then 507` }
+      } finally {
+        await stopServer(server)
+        await db.drop()
       }
     }
   },

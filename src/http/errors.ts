@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../core/errors.js'
-import { StoreUnavailableError } from '../storage/store.js'
+import { MAX_PET_ID } from '../core/pets.js'
+import { PetIdsExhaustedError, StoreUnavailableError } from '../storage/store.js'
 import { bodyLeftUnread } from './exchange.js'
 import { JSON_TYPE } from './headers.js'
 import { MAX_BODY_BYTES } from './json-body.js'
@@ -62,6 +63,11 @@ export function failureToApiError (error: unknown, log: FastifyBaseLogger | unde
   if (error instanceof StoreUnavailableError) {
     log?.warn({ err: error.reason }, 'database unavailable')
     return new ApiError('service_unavailable', 'the database is unavailable; retry shortly', { 'retry-after': '1' })
+  }
+  if (error instanceof PetIdsExhaustedError) {
+    // No retry helps: an operator must act (docs/decisions.md).
+    log?.error({ err: error }, 'no animal id is left to assign')
+    return new ApiError('insufficient_storage', `no animal was created: every id up to ${MAX_PET_ID} is taken`)
   }
   log?.error({ err: error }, 'unexpected error while serving the request')
   return new ApiError('internal_error', `an unexpected error occurred; quote request id ${requestId} when reporting it`)
