@@ -22,8 +22,10 @@ import { connect as connectSocket, createServer, type AddressInfo } from 'node:n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
+import Database from 'better-sqlite3'
 import pg from 'pg'
 import { generateApiKey, MAX_LIVE_KEYS, newKeyId } from '../src/core/api-keys.js'
+import { MAX_PET_ID } from '../src/core/pets.js'
 import { createAccount, createApiKey } from '../src/services/accounts.js'
 import { openPostgresStore } from '../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../src/storage/sqlite/sqlite-store.js'
@@ -75,13 +77,14 @@ async function freePort (): Promise<number> {
   return port
 }
 
-async function startServer (databaseUrl: string): Promise<Server> {
+/** A server on the database; its log lines (at LOG_LEVEL `logLevel`) go to `onLine`. */
+async function startServer (databaseUrl: string, { logLevel = 'warn', onLine = () => {} }: { logLevel?: string, onLine?: (line: string) => void } = {}): Promise<Server> {
   const port = await freePort()
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', TRUST_PROXY: 'loopback', METRICS_TOKEN },
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: logLevel, TRUST_PROXY: 'loopback', METRICS_TOKEN },
     stdio: ['ignore', 'pipe', 'inherit']
   })
-  createInterface({ input: child.stdout }).on('line', () => {})
+  createInterface({ input: child.stdout }).on('line', onLine)
   const baseUrl = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 30_000
   for (;;) {
@@ -219,6 +222,40 @@ async function keyedRate (baseUrl: string, key: string, ms: number, clients = 4)
     }
   }))
   return { rate: statuses.length * 1000 / ms, statuses }
+}
+
+/** A database of the engine's own, migrated, for a case that must leave the shared one as it is. */
+async function freshDatabase (engine: Target['engine']): Promise<{ url: string, store: Store, drop: () => Promise<void> }> {
+  let url: string
+  let remove: () => Promise<void>
+  if (engine === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'animal-store-attack-case-'))
+    url = `sqlite:${join(dir, 'animal-store.sqlite')}`
+    remove = async () => { rmSync(dir, { recursive: true, force: true }) }
+  } else {
+    const schema = await postgresSchema()
+    if (schema === undefined) throw new Error('PostgreSQL does not answer')
+    url = schema.url
+    remove = schema.drop
+  }
+  const store = engine === 'sqlite' ? openSqliteStore(url.slice('sqlite:'.length)) : openPostgresStore(url, { poolSize: 2, onError: () => {} })
+  await store.migrate()
+  return { url, store, drop: async () => { await store.close(); await remove() } }
+}
+
+/** Writes an animal with this id by hand, as a restore could; on PostgreSQL the id counter moves to it, as the store moves it. */
+async function petRowWithId (engine: Target['engine'], url: string, id: bigint): Promise<void> {
+  if (engine === 'sqlite') {
+    const db = new Database(url.slice('sqlite:'.length))
+    db.prepare('INSERT INTO pets (id, name, category_id, created_at) VALUES (?, \'by hand\', 1, 0)').run(id)
+    db.close()
+    return
+  }
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query('INSERT INTO pets (id, name, category_id, created_at) VALUES ($1, \'by hand\', 1, 0)', [id.toString()])
+  await client.query('UPDATE counters SET value = $1 WHERE name = \'pet_ids\'', [id.toString()])
+  await client.end()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -535,6 +572,59 @@ export const CASES: AttackCase[] = [
       const { received } = await rawExchange(target.baseUrl, 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 30\r\nExpect: 100-continue\r\n\r\n', (text) => /\r\n\r\n/.test(text))
       const observed = /^HTTP\/1\.1 100/.test(received) ? '100 Continue first' : `${statusOf(received)} with no 100 Continue before it`
       return { observed, ok: observed === '401 with no 100 Continue before it' }
+    }
+  },
+  // Issue 39, finding 6: keys reached the log percent-encoded in a query, and sent as X-Request-Id.
+  {
+    item: '39.6',
+    name: 'a key percent-encoded in a query, and a key sent as X-Request-Id, to a server logging at info',
+    expected: 'X-Request-Id replaced, no log line holds the key',
+    run: async (target) => {
+      const lines: string[] = []
+      const server = await startServer(target.databaseUrl, { logLevel: 'info', onLine: (line) => lines.push(line) })
+      try {
+        const key = await apiKey(target)
+        const auth = { authorization: `Bearer ${key}` }
+        await (await fetch(`${server.baseUrl}/v1/pets?k=${key.replace('_', '%5F')}`, { headers: auth })).arrayBuffer()
+        const echo = await fetch(`${server.baseUrl}/v1/pets`, { headers: { ...auth, 'x-request-id': key } })
+        await echo.arrayBuffer()
+        const deadline = Date.now() + 5000
+        while (lines.filter((line) => line.includes('"request completed"')).length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+        const replaced = echo.headers.get('x-request-id') !== key
+        const logged = lines.some((line) => line.includes(key.slice(4)))
+        const observed = `X-Request-Id ${replaced ? 'replaced' : 'echoed'}, ${logged ? 'a log line holds the key' : 'no log line holds the key'}`
+        return { observed, ok: observed === 'X-Request-Id replaced, no log line holds the key' }
+      } finally {
+        await stopServer(server)
+      }
+    }
+  },
+  // Issue 39, finding 18: ids were computed through a double, so a catalogue at 2^53 handed out a duplicate.
+  {
+    item: '39.18',
+    name: 'three creates after a row with id 2^53 − 3, then one after a row with id 2^53',
+    expected: `201 id ${MAX_PET_ID - 1}, 201 id ${MAX_PET_ID}, 507; then 507`,
+    run: async (target) => {
+      const db = await freshDatabase(target.engine)
+      const server = await startServer(db.url)
+      try {
+        const email = unique('ids')
+        await createAccount(db.store, { email })
+        const auth = { authorization: `Bearer ${(await createApiKey(db.store, { email })).key}`, 'content-type': 'application/json' }
+        const create = async (): Promise<string> => {
+          const response = await fetch(`${server.baseUrl}/v1/pets`, { method: 'POST', headers: auth, body: '{"name":"Rex","categoryId":1}' })
+          const id = /^\{"id":(\d+)/.exec(await response.text())?.[1]
+          return id === undefined ? `${response.status}` : `${response.status} id ${id}`
+        }
+        await petRowWithId(target.engine, db.url, BigInt(MAX_PET_ID) - 2n)
+        const first = [await create(), await create(), await create()].join(', ')
+        await petRowWithId(target.engine, db.url, BigInt(MAX_PET_ID) + 1n)
+        const observed = `${first}; then ${await create()}`
+        return { observed, ok: observed === `201 id ${MAX_PET_ID - 1}, 201 id ${MAX_PET_ID}, 507; then 507` }
+      } finally {
+        await stopServer(server)
+        await db.drop()
+      }
     }
   },
   // 9. Small answers that should be stricter.

@@ -188,10 +188,10 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   registerErrorHandler(app)
   // An unknown path is answered before anything reads or judges its body, as under /v1.
   app.addHook('onRequest', function answerUnknownRoute (request, _reply, done) {
-    done(request.is404 ? notFoundError(request) : undefined)
+    done(request.is404 ? notFoundError(request, routes) : undefined)
   })
   await setUpPipeline(steps, app)
-  registerNotFoundHandler(app)
+  registerNotFoundHandler(app, routes)
 
   // Outside /v1: the reference page, the probes, the metrics and the developer portal.
   // The reference page's plugin reads the document through @fastify/swagger: the same one, given as it is.

@@ -91,6 +91,10 @@ export class AnimalStoreError extends Error {
 }
 
 export function createAnimalStoreClient (options: AnimalStoreClientOptions): AnimalStoreClient {
+  // Without this, a missing key travels as `Bearer undefined` and comes back as "the API key is invalid".
+  if (typeof options.apiKey !== 'string' || options.apiKey.trim() === '') {
+    throw new TypeError(`createAnimalStoreClient needs an apiKey (ask_…), got ${options.apiKey === '' ? 'an empty string' : String(options.apiKey)}: create one in the developer portal or with animal-store keys create`)
+  }
   const baseUrl = options.baseUrl.replace(/\/+$/, '')
   const raw = createClient<paths>({
     baseUrl,

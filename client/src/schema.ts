@@ -138,7 +138,7 @@ export interface components {
         Pet: {
             /**
              * Format: int64
-             * @description Unique identifier assigned on creation.
+             * @description Unique identifier assigned on creation, from 1 to 2^53 − 1: a JSON number every client reads exactly.
              * @example 1
              */
             id: number;
@@ -182,7 +182,7 @@ export interface components {
              * @description Machine-readable error code.
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "idempotency_key_in_use" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "payload_too_large" | "idempotency_key_in_use" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "not_implemented" | "service_unavailable" | "insufficient_storage";
             /** @description Human-readable description, naming the offending field or parameter. It may quote what the request sent. */
             message: string;
             /**
@@ -450,6 +450,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Every animal id up to 2^53 − 1 (9007199254740991) is taken: no animal was created, and retrying will not help (insufficient_storage). */
+            507: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getPet: {
@@ -458,7 +469,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Identifier of the animal: digits without sign or leading zero, at most 2^63−1. Anything else gets 400 (addition to the specification).
+                 * @description Identifier of the animal, 1 to 2^53 − 1, written as digits without sign or leading zero. A larger one up to 2^63 − 1 names no animal (404); anything else gets 400 (addition to the specification).
                  * @example 1
                  */
                 petId: number;

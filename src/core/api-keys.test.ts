@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { API_KEY_PREFIX, bearerTokenOf, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-keys.js'
+import { API_KEY_PREFIX, bearerTokenOf, generateApiKey, hashApiKey, holdsKeyShape, isWellFormedApiKey, redactKeyShapes } from './api-keys.js'
 
 test('a generated key carries the type prefix, validates and is stored only as its hash', () => {
   const generated = generateApiKey()
@@ -32,4 +32,11 @@ test('bearerTokenOf reads the scheme case-insensitively', () => {
   assert.deepEqual(bearerTokenOf('Bearer'), { scheme: 'bearer' })
   assert.deepEqual(bearerTokenOf('Basic dXNlcjpwYXNz'), { scheme: 'other' })
   assert.deepEqual(bearerTokenOf(undefined), { scheme: 'none' })
+})
+
+test('holdsKeyShape finds live and test keys, whole or cut short, in any case; redactKeyShapes removes all of each', () => {
+  const { key } = generateApiKey()
+  for (const text of [key, `id-${key}`, key.slice(0, 12), 'ask_test_4f9Qz81mXc', 'ASK_abc']) assert.ok(holdsKeyShape(text), text)
+  for (const text of ['ask_', 'key_0123456789abcdef', 'b3c1a7d2-1f0e-4a57-9d3e-2f6a8c9b0e11', 'req-42']) assert.ok(!holdsKeyShape(text), text)
+  assert.equal(redactKeyShapes(`a=${key}&b=ask_test_4f9Qz81mXc-z`, '[r]'), 'a=[r]&b=[r]-z')
 })

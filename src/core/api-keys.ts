@@ -12,6 +12,13 @@ const CHECKSUM_LENGTH = 6
 /** How much of a key is stored and shown to identify it: the type prefix and 8 random characters. */
 const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 8
 const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`)
+/** What test keys (CONTRACT.md, test mode) carry after the prefix: `ask_test_…`. */
+const TEST_KEY_MARK = 'test_'
+/**
+ * Text shaped like a key, live or test, well formed or not, in any case: loose on purpose, since a
+ * truncated or mistyped key is still most of a secret, and logs must hold none (SECURITY.md).
+ */
+const KEY_SHAPED = new RegExp(`${API_KEY_PREFIX}(?:${TEST_KEY_MARK})?[0-9A-Za-z]+`, 'gi')
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
@@ -57,6 +64,16 @@ export function isWellFormedApiKey (text: string): boolean {
   if (!API_KEY_PATTERN.test(text)) return false
   const random = text.slice(API_KEY_PREFIX.length, API_KEY_PREFIX.length + RANDOM_LENGTH)
   return text.slice(-CHECKSUM_LENGTH) === checksumOf(random)
+}
+
+/** Whether the text holds anything shaped like a key: the one test of what must not reach a log. */
+export function holdsKeyShape (text: string): boolean {
+  return text.search(KEY_SHAPED) !== -1
+}
+
+/** The text with everything shaped like a key (holdsKeyShape) replaced by the censor. */
+export function redactKeyShapes (text: string, censor: string): string {
+  return text.replace(KEY_SHAPED, censor)
 }
 
 /** Keys are stored as SHA-256 digests: looking one up by digest reveals nothing about the secret. */

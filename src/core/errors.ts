@@ -11,7 +11,8 @@ export const STATUS_BY_CODE = {
   rate_limited: 429,
   internal_error: 500,
   not_implemented: 501,
-  service_unavailable: 503
+  service_unavailable: 503,
+  insufficient_storage: 507
 } as const
 
 export type ErrorCode = keyof typeof STATUS_BY_CODE

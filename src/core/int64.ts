@@ -39,7 +39,7 @@ const POSITIVE_INT64_TEXT = /^[1-9][0-9]{0,18}$/
 
 /**
  * A positive int64 written as the contract wants it in a path (no sign, no leading zero), as a
- * number: exact up to 15 digits (every id the service assigns), the nearest double beyond, which no
+ * number: exact up to 2^53 − 1 (every id the service assigns), the nearest double beyond, which no
  * animal has. Only an id of 16 digits or more makes a bigint, to be compared with 2^63 − 1.
  */
 export function parsePositiveInt64Number (text: string): number | undefined {

@@ -8,6 +8,12 @@ export interface NewPetRecord {
   status?: PetStatus
 }
 
+/**
+ * The largest id an animal may have (docs/decisions.md): ids are JSON numbers, which every client
+ * reads exactly up to 2^53 − 1, so ids are assigned from 1 to that and never beyond.
+ */
+export const MAX_PET_ID = Number.MAX_SAFE_INTEGER
+
 export interface PetRecord extends NewPetRecord {
   id: number
 }

@@ -1,5 +1,6 @@
 import { METHODS } from 'node:http'
 import FindMyWay from 'find-my-way'
+import leven from 'leven'
 import { MAX_PATH_SEGMENT_LENGTH } from './errors.js'
 import type { Exchange } from './exchange.js'
 import { allowedMethods, type Operation } from './operation.js'
@@ -23,6 +24,34 @@ export interface Route {
   readonly query: Record<string, unknown>
 }
 
+/** How many characters a mistyped path may differ by from the path it is taken to mean, as the CLI's commands may. */
+const HINT_MAX_DISTANCE = 3
+/** Longer paths get no hint: nobody mistypes one this long, and the comparison stays cheap. */
+const HINT_MAX_PATH_LENGTH = 200
+
+/**
+ * The API path most likely meant by a path that matches none: each literal segment of a template
+ * compared with the segment typed in its place (a parameter takes any), and `/v1` put in front of a
+ * path written without it. Undefined when nothing is close enough.
+ */
+export function closestApiPath (templates: readonly string[], path: string): string | undefined {
+  if (path.length > HINT_MAX_PATH_LENGTH) return undefined
+  const typed = path.split('/').filter((segment) => segment !== '')
+  if (typed[0] !== 'v1') typed.unshift('v1')
+  let best: { path: string, distance: number } | undefined
+  for (const template of templates) {
+    const segments = template.split('/').filter((segment) => segment !== '')
+    if (segments.length !== typed.length) continue
+    let distance = 0
+    for (const [index, segment] of segments.entries()) {
+      if (!segment.startsWith(':')) distance += leven(segment, typed[index] as string, { maxDistance: HINT_MAX_DISTANCE + 1 })
+    }
+    const meant = '/' + segments.map((segment, index) => segment.startsWith(':') ? typed[index] : segment).join('/')
+    if (distance <= HINT_MAX_DISTANCE && meant !== path && (best === undefined || distance < best.distance)) best = { path: meant, distance }
+  }
+  return best?.path
+}
+
 /** A path segment longer than MAX_PATH_SEGMENT_LENGTH. */
 const SEGMENT_TOO_LONG = 'segment too long'
 
@@ -41,11 +70,14 @@ export class ApiRoutes {
     onMaxParamLength: () => {}
   })
 
+  private readonly templates: string[] = []
+
   constructor (readonly operations: readonly Operation[]) {
     const byPath = new Map<string, Operation[]>()
     for (const operation of operations) byPath.set(operation.url, [...byPath.get(operation.url) ?? [], operation])
     for (const [url, served] of byPath) {
       const template = `/v1${url}`
+      this.templates.push(template)
       const byMethod = new Map(served.map((operation) => [operation.method as string, operation]))
       const get = byMethod.get('GET')
       if (get !== undefined) byMethod.set('HEAD', get)
@@ -64,6 +96,11 @@ export class ApiRoutes {
   /** Whether the path has a segment longer than MAX_PATH_SEGMENT_LENGTH, which the router does not take. */
   hasOverlongSegment (exchange: Exchange): boolean {
     return this.routed(exchange) === SEGMENT_TOO_LONG
+  }
+
+  /** The API path a path that matches none most likely meant (closestApiPath), if any. */
+  closestPath (path: string): string | undefined {
+    return closestApiPath(this.templates, path)
   }
 
   /** The route template as metrics label it: the path's, or `unmatched`. */

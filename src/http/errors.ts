@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../core/errors.js'
-import { StoreUnavailableError } from '../storage/store.js'
+import { MAX_PET_ID } from '../core/pets.js'
+import { PetIdsExhaustedError, StoreUnavailableError } from '../storage/store.js'
 import { bodyLeftUnread } from './exchange.js'
 import { JSON_TYPE } from './headers.js'
 import { MAX_BODY_BYTES } from './json-body.js'
@@ -63,13 +64,26 @@ export function failureToApiError (error: unknown, log: FastifyBaseLogger | unde
     log?.warn({ err: error.reason }, 'database unavailable')
     return new ApiError('service_unavailable', 'the database is unavailable; retry shortly', { 'retry-after': '1' })
   }
+  if (error instanceof PetIdsExhaustedError) {
+    // No retry helps: an operator must act (docs/decisions.md).
+    log?.error({ err: error }, 'no animal id is left to assign')
+    return new ApiError('insufficient_storage', `no animal was created: every id up to ${MAX_PET_ID} is taken`)
+  }
   log?.error({ err: error }, 'unexpected error while serving the request')
   return new ApiError('internal_error', `an unexpected error occurred; quote request id ${requestId} when reporting it`)
 }
 
-export function notFoundError (request: FastifyRequest): ApiError {
-  const path = request.url.split('?')[0] ?? ''
-  return ApiError.notFound(`no route matches ${request.method} ${path.slice(0, 200)}`)
+/** What knows the paths of the API, to name the one a mistyped path most likely meant. */
+export interface PathHints { closestPath: (path: string) => string | undefined }
+
+/** The 404 of a path that matches no route, the API's or the framework's: the path, and the API path it most likely meant. */
+export function noRouteError (method: string, path: string, hints: PathHints): ApiError {
+  const meant = hints.closestPath(path)
+  return ApiError.notFound(`no route matches ${method} ${path.slice(0, 200)}${meant === undefined ? '' : `; did you mean ${meant}?`}`)
+}
+
+export function notFoundError (request: FastifyRequest, hints: PathHints): ApiError {
+  return noRouteError(request.method, request.url.split('?')[0] ?? '', hints)
 }
 
 /** The one error handler: set before any route, since each route keeps the handler it was given. */
@@ -83,8 +97,8 @@ export function registerErrorHandler (app: FastifyInstance): void {
  * The not-found handler (the pipeline's routing step answers unknown routes before it): set after
  * the pipeline, since Fastify gives it the hooks that exist when it is set.
  */
-export function registerNotFoundHandler (app: FastifyInstance): void {
+export function registerNotFoundHandler (app: FastifyInstance, hints: PathHints): void {
   app.setNotFoundHandler(function notFound (request, reply) {
-    return sendError(reply, notFoundError(request))
+    return sendError(reply, notFoundError(request, hints))
   })
 }

@@ -1,6 +1,6 @@
 import { type CursorCodec, InvalidCursorError } from '../core/cursor.js'
 import { ApiError } from '../core/errors.js'
-import type { PetStatus } from '../core/pets.js'
+import { MAX_PET_ID, type PetStatus } from '../core/pets.js'
 import type { CatalogPage, PetCatalog } from '../services/pet-catalog.js'
 import type { Answer } from './exchange.js'
 import { ifNoneMatchHits, JSON_TYPE, nextPageLink } from './headers.js'
@@ -57,8 +57,8 @@ export class PetReads {
 
   /** The animal, or undefined when no animal has that id. */
   async getPet (petId: number): Promise<ReadAnswer | undefined> {
-    // Ids are assigned from 1 upwards and stay far below 2^53: a larger id cannot exist.
-    const body = Number.isSafeInteger(petId) ? await this.catalog.findById(petId) : undefined
+    // Ids are assigned from 1 to MAX_PET_ID: a larger one names no animal.
+    const body = petId <= MAX_PET_ID ? await this.catalog.findById(petId) : undefined
     return body === undefined ? undefined : petAnswer(body)
   }
 

@@ -1,5 +1,5 @@
 import type { Scope } from '../core/api-keys.js'
-import type { NewPetRecord, PetRecord, PetStatus } from '../core/pets.js'
+import { MAX_PET_ID, type NewPetRecord, type PetRecord, type PetStatus } from '../core/pets.js'
 
 /** One page of animals. */
 export interface PetPage {
@@ -297,6 +297,20 @@ export class StoreUnavailableError extends Error {
   constructor (readonly reason: unknown) {
     super('the database is unavailable', { cause: reason })
   }
+}
+
+/** Creating the animals would take an id beyond MAX_PET_ID: none was created. */
+export class PetIdsExhaustedError extends Error {
+  constructor () {
+    super(`every animal id up to ${MAX_PET_ID} is taken`)
+  }
+}
+
+/** The first of `count` consecutive ids after `lastId`, exactly; PetIdsExhaustedError when the last would exceed MAX_PET_ID. */
+export function firstFreePetId (lastId: bigint | number | string | null | undefined, count: number): number {
+  const last = BigInt(lastId ?? 0)
+  if (last + BigInt(count) > BigInt(MAX_PET_ID)) throw new PetIdsExhaustedError()
+  return Number(last) + 1
 }
 
 export interface IdempotencyKeyRef {

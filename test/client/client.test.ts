@@ -174,6 +174,24 @@ describe('client getPet', () => {
   })
 })
 
+describe('client construction', () => {
+  test('refuses to start without a key (undefined, empty or blank), before any request', () => {
+    const requests: string[] = []
+    const fetch = async (request: Request): Promise<Response> => {
+      requests.push(request.url)
+      return new Response('{}')
+    }
+    for (const apiKey of [undefined, '', '  ']) {
+      assert.throws(
+        () => createAnimalStoreClient({ baseUrl: 'http://127.0.0.1:1/v1', apiKey: apiKey as unknown as string, fetch }),
+        (error: Error) => error instanceof TypeError && /needs an apiKey/.test(error.message) && !/Bearer/.test(error.message),
+        `apiKey ${JSON.stringify(apiKey)}`
+      )
+    }
+    assert.deepEqual(requests, [], 'no request was sent')
+  })
+})
+
 describe('client errors', () => {
   test('throws 400 invalid_request naming the field for an invalid body', async (t) => {
     const { client } = await setUp(t)

@@ -114,6 +114,47 @@ describe('the logs', () => {
   })
 })
 
+describe('keys kept out of the logs (issue 39, finding 6)', () => {
+  test('a key percent-encoded in the path or the query, or a secret\'s name encoded, is redacted once decoded', async (t) => {
+    const { sink, lines } = logLineSink()
+    const { app, key, auth } = await buildTestApp(t, {}, pino({ level: 'info' }, sink))
+    const everyCharEncoded = [...key].map((char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`).join('')
+    const urls = [
+      `/v1/pets?k=${key.replace('_', '%5F')}`,
+      `/v1/pets?limit=5&k=${everyCharEncoded}`,
+      `/v1/pets/${key.replace('_', '%5f')}`,
+      '/v1/pets?%6Bey=secret-value-3',
+      `/v1/pets?q=%22${key}`
+    ]
+    for (const url of urls) await app.inject({ url, headers: auth })
+    const logged = lines.filter((line) => line.msg === 'request completed').map((line) => String(line.url))
+    assert.deepEqual(logged, [
+      '/v1/pets?k=[redacted]',
+      '/v1/pets?limit=5&k=[redacted]',
+      '/v1/pets/[redacted]',
+      '/v1/pets?%6Bey=[redacted]',
+      '/v1/pets?q=[redacted]'
+    ])
+    assert.ok(lines.every((line) => !JSON.stringify(line).includes(key.slice(4, 20))), 'no line holds the key')
+  })
+
+  test('an X-Request-Id shaped like a key, live or test, is replaced by a new id in the answer and in every log line', async (t) => {
+    const { sink, lines } = logLineSink()
+    const { app, key, auth } = await buildTestApp(t, {}, pino({ level: 'info' }, sink))
+    const testShaped = 'ask_test_4f9Qz81mXcPq20LsWb7e'
+    for (const [url, id] of [['/v1/pets', key], ['/v1/pets', testShaped], ['/healthz', key], ['/v1/pets', 'req-42']] as const) {
+      const response = await app.inject({ url, headers: { ...auth, 'x-request-id': id } })
+      const answered = String(response.headers['x-request-id'])
+      if (id === 'req-42') assert.equal(answered, id, 'an ordinary id is kept')
+      else assert.match(answered, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, `${url}: ${answered}`)
+    }
+    assert.equal(lines.filter((line) => line.msg === 'request completed').length, 4, JSON.stringify(lines))
+    for (const secret of [key.slice(4, 20), testShaped.slice(4)]) {
+      assert.ok(lines.every((line) => !JSON.stringify(line).includes(secret)), `no line holds ${secret}`)
+    }
+  })
+})
+
 describe('the access log\'s URL', () => {
   test('with characters that JSON escapes is written as received, in one valid line', async (t) => {
     const { sink, lines } = logLineSink()

@@ -63,6 +63,35 @@ describe('unknown paths', () => {
   })
 })
 
+describe('a mistyped path', () => {
+  const HINTS: Array<[string, string]> = [
+    ['/v1/pet', '/v1/pets'],
+    ['/v1/pest', '/v1/pets'],
+    ['/v1/pets/7/', '/v1/pets/7'],
+    ['/v1/store/order', '/v1/store/orders'],
+    ['/v1/openapi.jsn', '/v1/openapi.json']
+  ]
+  for (const [path, meant] of HINTS) {
+    test(`returns 404 not_found for GET ${path} with a valid key, its message suggesting ${meant}`, async (t) => {
+      const { app, auth } = await buildTestApp(t)
+      const response = await app.inject({ url: path, headers: auth })
+      assertError(response, 404, 'not_found', new RegExp(`^no route matches GET ${path.replace(/[/.]/g, '\\$&')}; did you mean ${meant.replace(/[/.]/g, '\\$&')}\\?$`))
+    })
+  }
+
+  test('outside /v1, the framework\'s 404 suggests the path under /v1, without needing a key', async (t) => {
+    const { app } = await buildTestApp(t)
+    assertError(await app.inject({ url: '/pets' }), 404, 'not_found', /^no route matches GET \/pets; did you mean \/v1\/pets\?$/)
+    assertError(await app.inject({ url: '/pets/12?limit=5' }), 404, 'not_found', /^no route matches GET \/pets\/12; did you mean \/v1\/pets\/12\?$/)
+    assertError(await app.inject({ method: 'POST', url: '/pet', headers: { 'content-type': 'application/json' }, payload: '{}' }), 404, 'not_found', /did you mean \/v1\/pets\?$/)
+  })
+
+  test('under /v1 without a key still gets 401 first', async (t) => {
+    const { app } = await buildTestApp(t)
+    assertError(await app.inject({ url: '/v1/pet' }), 401, 'unauthorized', /API key/)
+  })
+})
+
 describe('wrong methods', () => {
   for (const [method, path, allow] of WRONG_METHODS) {
     test(`returns 405 method_not_allowed with Allow: ${allow} for ${method} ${path}`, async (t) => {

@@ -5,8 +5,10 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import type { ValidateFunction } from 'ajv/dist/2020.js'
 import { generateApiKey, newKeyId } from '../../src/core/api-keys.js'
 import { fingerprintOf } from '../../src/core/idempotency.js'
+import { MAX_PET_ID } from '../../src/core/pets.js'
 import { buildTestApp, type TestApp } from '../helpers/build-app.js'
 import { atPointer, deref, documentValidator, HTTP_METHODS, type OpenApiDocument, type Operation, type Schema } from '../helpers/openapi-validator.js'
+import { lastPetIdIs } from '../helpers/pet-rows.js'
 import { routePaths } from '../helpers/routes.js'
 import { openRawConnection, startServer, stoppedListening, type TestServer } from '../helpers/start-server.js'
 
@@ -605,6 +607,14 @@ describe('responses of the running server', () => {
           const [method = '', url = ''] = answer.request.split(' ')
           await assertConforms(checker, method, url.slice('/v1'.length).replace(/\/1$/, '/{petId}'), answer.response)
         }
+      })
+
+      await t.test('createPet answers 507 insufficient_storage as documented once every animal id is taken', async () => {
+        const full = await startServer(t)
+        await lastPetIdIs(full, BigInt(MAX_PET_ID))
+        const response = await send(full, { name: '', method: 'POST', path: '/pets', url: '/pets', headers: json, body: JSON.stringify({ name: 'Rex', categoryId: 1 }), expect: 507 })
+        assert.equal(response.status, 507, await response.clone().text())
+        await assertConforms(checker, 'POST', '/pets', response)
       })
 
       await t.test('every scoped operation answers 403 insufficient_scope to a key without its scope, and every operation 401 to an expired key', async () => {

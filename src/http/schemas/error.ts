@@ -1,5 +1,6 @@
 import { Type, type TSchema } from 'typebox'
 import { STATUS_BY_CODE, type ErrorCode } from '../../core/errors.js'
+import { MAX_PET_ID } from '../../core/pets.js'
 import { RATE_LIMIT_HEADERS, RETRY_AFTER_HEADER, WWW_AUTHENTICATE_HEADER } from './headers.js'
 
 /** A message may quote a field name of the request body (at most 65,536 bytes), so this bounds it with room to spare. */
@@ -46,6 +47,7 @@ const DESCRIPTIONS: Record<number, string> = {
   429: 'Sent only when rate limiting is configured (RATE_LIMIT_PER_MINUTE): this API key made more requests in the ' +
     'current minute than the limit allows. Retry after Retry-After seconds.',
   501: 'The operation is not implemented.',
+  507: `Every animal id up to 2^53 − 1 (${MAX_PET_ID}) is taken: no animal was created, and retrying will not help (insufficient_storage).`,
   503: 'The service cannot answer now: it is shedding load (its event loop lags), shutting down (draining), or its ' +
     'database is unreachable. Retry after Retry-After seconds; a create is safe to retry with an Idempotency-Key.'
 }
@@ -73,6 +75,9 @@ const EXAMPLES: Record<number, ErrorExamples> = {
   },
   429: {
     rateLimited: { summary: 'Over the per-key limit', code: 'rate_limited', message: 'rate limit of 100 requests per minute exceeded; retry in 42 seconds' }
+  },
+  507: {
+    idsExhausted: { summary: 'No id is left to assign', code: 'insufficient_storage', message: `no animal was created: every id up to ${MAX_PET_ID} is taken` }
   },
   503: {
     overloaded: { summary: 'Shedding load', code: 'service_unavailable', message: 'the service is overloaded; retry shortly' },

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { INT64_MAX, INT64_MIN } from '../../core/int64.js'
-import { PET_STATUSES, type PetStatus } from '../../core/pets.js'
+import { MAX_PET_ID, PET_STATUSES, type PetStatus } from '../../core/pets.js'
 
 /**
  * The int64 range as JSON Schema numbers. A double holds -2^63 exactly and rounds 2^63 − 1 up to
@@ -40,8 +40,8 @@ const categoryIdField = Type.Integer({
 const idField = Type.Integer({
   format: 'int64',
   minimum: 1,
-  maximum: INT64_MAXIMUM,
-  description: 'Unique identifier assigned on creation.',
+  maximum: MAX_PET_ID,
+  description: 'Unique identifier assigned on creation, from 1 to 2^53 − 1: a JSON number every client reads exactly.',
   examples: [1]
 })
 
@@ -101,8 +101,9 @@ export const PetIdParamsSchema = Type.Object({
   petId: Type.Integer({
     format: 'int64',
     minimum: 1,
-    maximum: INT64_MAXIMUM,
-    description: 'Identifier of the animal: digits without sign or leading zero, at most 2^63−1. Anything else gets 400 (addition to the specification).',
+    maximum: MAX_PET_ID,
+    description: 'Identifier of the animal, 1 to 2^53 − 1, written as digits without sign or leading zero. A larger one up to 2^63 − 1 names no animal (404); ' +
+      'anything else gets 400 (addition to the specification).',
     examples: [1]
   })
 })

@@ -1,32 +1,50 @@
 import { symbols, type Logger } from 'pino'
+import { API_KEY_PREFIX, holdsKeyShape, redactKeyShapes } from '../../core/api-keys.js'
 import type { Step } from '../pipeline.js'
 
-/** Query values that look like an API key, and parameters named like a secret, whatever their value. */
-const SECRET_IN_QUERY = /((?:^|[?&])(?:api_key|apikey|key|token|access_token|secret|password)=)[^&]*|ask_[0-9A-Za-z]+/gi
-
-/** Words in a query that may name a secret: without any of them, nothing in it needs redacting. */
-const SECRET_WORDS = ['key', 'token', 'secret', 'password', 'ask_']
+/** Query parameters named like a secret: their values are redacted whatever they are. */
+const SECRET_NAME = /^(?:api_key|apikey|key|token|access_token|secret|password)$/i
+const REDACTED = '[redacted]'
 
 /** The URL as the access log writes it: SECURITY.md promises that keys are never logged. */
 function loggableUrl (url: string): string {
   const query = url.indexOf('?')
-  if (query === -1) return url.includes('ask_') ? url.replace(SECRET_IN_QUERY, redact) : url
-  const lower = url.toLowerCase()
-  if (!SECRET_WORDS.some((word) => lower.includes(word, query))) return url.includes('ask_') ? url.replace(SECRET_IN_QUERY, redact) : url
-  return url.slice(0, query).replace(SECRET_IN_QUERY, redact) + url.slice(query).replace(SECRET_IN_QUERY, redact)
+  const path = (query === -1 ? url : url.slice(0, query)).split('/').map(loggablePart).join('/')
+  return query === -1 ? path : `${path}?${url.slice(query + 1).split('&').map(loggableParameter).join('&')}`
 }
 
-function redact (_match: string, name: string | undefined): string {
-  return name === undefined ? '[redacted]' : `${name}[redacted]`
+function loggableParameter (parameter: string): string {
+  const equals = parameter.indexOf('=')
+  if (equals === -1) return loggablePart(parameter)
+  const name = parameter.slice(0, equals)
+  if (SECRET_NAME.test(asciiDecoded(name))) return `${name}=${REDACTED}`
+  return `${loggablePart(name)}=${loggablePart(parameter.slice(equals + 1))}`
+}
+
+/**
+ * A path segment, or a name or value of the query, with any key in it redacted, as written or
+ * percent-encoded (`ask%5F…`), since whoever reads the log, or the server, decodes it. An encoded
+ * key's part is redacted whole: where the key begins among escapes is not worth finding.
+ */
+function loggablePart (raw: string): string {
+  const decoded = asciiDecoded(raw)
+  if (!holdsKeyShape(decoded)) return raw
+  return decoded === raw ? redactKeyShapes(raw, REDACTED) : REDACTED
+}
+
+/** The ASCII escapes decoded (all that a key or a secret's name is made of): it never fails, as decodeURIComponent can. */
+function asciiDecoded (text: string): string {
+  return text.includes('%') ? text.replace(/%([0-7][0-9A-Fa-f])/g, (_escape, hex: string) => String.fromCharCode(parseInt(hex, 16))) : text
 }
 
 /**
  * What makes a URL more than a string to put between quotes: any character but printable ASCII
- * other than `"` and `\` (all that JSON escapes is among them), or a word that may name a secret.
+ * other than `"` and `\` (all that JSON escapes is among them), a `%` (an escape may hide a key),
+ * or a word that may name a secret.
  * Most URLs have none, and one scan of the URL says so, where lower-casing it, searching it for
  * each word and escaping it cost more than the rest of the line (docs/performance.md).
  */
-const NOT_PLAIN = /[^\x20\x21\x23-\x5b\x5d-\x7e]|key|token|secret|password|ask_/i
+const NOT_PLAIN = new RegExp(`[^\\x20\\x21\\x23\\x24\\x26-\\x5b\\x5d-\\x7e]|key|token|secret|password|${API_KEY_PREFIX}`, 'i')
 
 /** The URL as the line's JSON string, secrets redacted. */
 function urlField (url: string): string {

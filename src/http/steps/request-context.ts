@@ -2,16 +2,20 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Logger } from 'pino'
+import { holdsKeyShape } from '../../core/api-keys.js'
 import { handedOver } from '../exchange.js'
 import { RequestLogger } from '../request-logger.js'
 import type { Step } from '../pipeline.js'
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** The caller's X-Request-Id when it is a sane token, a new UUID otherwise. */
+/**
+ * The caller's X-Request-Id when it is a sane token, a new UUID otherwise. An id shaped like a key
+ * is replaced too: the id is in every log line of the request, and logs hold no key.
+ */
 function requestIdOf (request: Pick<IncomingMessage, 'headers'>): string {
   const given = request.headers['x-request-id']
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+  return typeof given === 'string' && REQUEST_ID.test(given) && !holdsKeyShape(given) ? given : randomUUID()
 }
 
 /**

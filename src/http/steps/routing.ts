@@ -1,12 +1,8 @@
 import { ApiError } from '../../core/errors.js'
 import type { ApiRoutes } from '../api-routes.js'
-import { MAX_PATH_SEGMENT_LENGTH } from '../errors.js'
-import { emptyAnswer, errorAnswer, type Exchange } from '../exchange.js'
+import { MAX_PATH_SEGMENT_LENGTH, noRouteError } from '../errors.js'
+import { emptyAnswer, errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
-
-function notFound (exchange: Exchange): ApiError {
-  return ApiError.notFound(`no route matches ${exchange.method} ${exchange.path.slice(0, 200)}`)
-}
 
 /**
  * Finds the operation the request names (api-routes.ts) once it is authenticated: an unknown path
@@ -21,7 +17,7 @@ export function routing (routes: ApiRoutes): Step {
     onRequest: function route (exchange) {
       if (routes.hasOverlongSegment(exchange)) return errorAnswer(exchange, ApiError.invalidRequest(`a path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`))
       const found = routes.routeOf(exchange)
-      if (found === undefined) return errorAnswer(exchange, notFound(exchange))
+      if (found === undefined) return errorAnswer(exchange, noRouteError(exchange.method, exchange.path, routes))
       const { resource, operation } = found
       if (operation === undefined) {
         if (exchange.method === 'OPTIONS') return emptyAnswer(204, ['allow', resource.allow])

@@ -1,12 +1,13 @@
 import type pg from 'pg'
 import { decideClaim } from '../../core/idempotency.js'
 import { exactInteger } from '../../core/int64.js'
-import type { NewPetRecord, PetRecord, PetStatus } from '../../core/pets.js'
+import { MAX_PET_ID, type NewPetRecord, type PetRecord, type PetStatus } from '../../core/pets.js'
 import { BatchedLookup } from '../batched-lookup.js'
 import { GroupCommit } from '../group-commit.js'
 import { DEFAULT_SCOPES, scopesOfText, scopesText } from '../../core/api-keys.js'
 import { isLiveKey, liveKeySql } from '../live-keys.js'
 import {
+  PetIdsExhaustedError,
   DuplicateEmailError,
   KEY_INVALIDATIONS_KEPT_MS,
   KeyLimitError,
@@ -532,13 +533,14 @@ async function warnAboutDurability (query: <Row extends pg.QueryResultRow>(text:
  * Inserts animals with consecutive ids and returns the first, in one statement. Taking the ids
  * from one counter row serialises id assignment with commit order across every instance (the
  * row stays locked until the transaction ends), so a reader never sees id N+1 committed before
- * id N: keyset pages never skip an animal that commits late. Sent alone, the statement is its
+ * id N: keyset pages never skip an animal that commits late. The counter never passes
+ * MAX_PET_ID: a batch that would take it beyond inserts nothing and returns no row. Sent alone, the statement is its
  * own transaction: a batch of creates costs one round trip. The columns come as four arrays,
  * so the text never changes and each connection prepares it once.
  */
 const INSERT_PETS = `
   WITH taken AS (
-    UPDATE counters SET value = value + cardinality($1::text[]) WHERE name = 'pet_ids'
+    UPDATE counters SET value = value + cardinality($1::text[]) WHERE name = 'pet_ids' AND value + cardinality($1::text[]) <= $5
     RETURNING value - cardinality($1::text[]) AS last_id_before
   ), inserted AS (
     INSERT INTO pets (id, name, category_id, status, created_at)
@@ -554,9 +556,11 @@ async function insertPets (run: Statement, pets: readonly NewPetRecord[]): Promi
   const { rows: [row] } = await run({
     name: 'insert-pets',
     text: INSERT_PETS,
-    values: [pets.map((pet) => pet.name), pets.map((pet) => pet.categoryId.toString()), pets.map((pet) => pet.status ?? null), Date.now()]
+    values: [pets.map((pet) => pet.name), pets.map((pet) => pet.categoryId.toString()), pets.map((pet) => pet.status ?? null), Date.now(), MAX_PET_ID]
   })
-  const { first_id: firstId, inserted } = (row ?? {}) as { first_id?: string, inserted?: number }
+  // No row: the counter would pass MAX_PET_ID, so it was left as it was and nothing was inserted.
+  if (row === undefined) throw new PetIdsExhaustedError()
+  const { first_id: firstId, inserted } = row as { first_id?: string, inserted?: number }
   if (firstId === undefined || inserted !== pets.length) throw new Error(`inserting ${pets.length} animals inserted ${String(inserted)}`)
   return Number(firstId)
 }

@@ -4,7 +4,7 @@ import { promisify } from 'node:util'
 import type Database from 'better-sqlite3'
 import type { NewPetRecord } from '../../core/pets.js'
 import { GroupCommit } from '../group-commit.js'
-import type { IdempotencyKeyRef } from '../store.js'
+import { firstFreePetId, type IdempotencyKeyRef } from '../store.js'
 import { SyncBarrier } from '../sync-barrier.js'
 import { openDatabase, type SqliteSynchronous } from './database.js'
 import { whenWriteLockFree } from './write-lock.js'
@@ -46,7 +46,7 @@ const ROWS_PER_INSERT = [64, 16, 4, 1] as const
 
 function prepareInserts (db: Database.Database) {
   return {
-    lastId: db.prepare('SELECT max(id) FROM pets').pluck(),
+    lastId: db.prepare('SELECT max(id) FROM pets').pluck().safeIntegers(),
     insertRows: new Map(ROWS_PER_INSERT.map((rows) => [rows,
       db.prepare(`INSERT INTO pets (id, name, category_id, status, created_at) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?)').join(', ')}`)])),
     completeClaim: db.prepare('UPDATE idempotency_keys SET pet_id = ? WHERE api_key_id = ? AND idempotency_key = ?')
@@ -56,8 +56,8 @@ function prepareInserts (db: Database.Database) {
 /**
  * One transaction for a batch of creates, written with multi-row INSERTs: a row costs about
  * half as much as with a statement of its own. The batch's ids follow the largest id in the
- * table, in the batch's order; the transaction holds the write lock, so no other writer can
- * take them. A claimed idempotency key is completed with its animal's id in it.
+ * table, in the batch's order, counted exactly (firstFreePetId); the transaction holds the write
+ * lock, so no other writer can take them. A claimed idempotency key is completed with its animal's id in it.
  */
 function petInserter (db: Database.Database): (writes: PetWrite[]) => Array<{ id: number }> {
   let statements: ReturnType<typeof prepareInserts> | undefined
@@ -65,7 +65,7 @@ function petInserter (db: Database.Database): (writes: PetWrite[]) => Array<{ id
     // Prepared on first use: the tables exist only after migrate().
     const { lastId, insertRows, completeClaim } = statements ??= prepareInserts(db)
     const now = Date.now()
-    const firstId = Number(lastId.get() ?? 0) + 1
+    const firstId = firstFreePetId(lastId.get() as bigint | null, writes.length)
     let written = 0
     for (const rows of ROWS_PER_INSERT) {
       for (; writes.length - written >= rows; written += rows) {

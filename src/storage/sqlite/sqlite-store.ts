@@ -7,6 +7,7 @@ import { PET_STATUSES, type NewPetRecord, type PetRecord, type PetStatus } from 
 import { DEFAULT_SCOPES, scopesOfText, scopesText } from '../../core/api-keys.js'
 import { isLiveKey, liveKeySql } from '../live-keys.js'
 import {
+  firstFreePetId,
   DuplicateEmailError,
   KEY_INVALIDATIONS_KEPT_MS,
   KeyLimitError,
@@ -138,6 +139,7 @@ function byStatus<T> (prepare: (status: PetStatus) => T): Record<PetStatus, T> {
 function prepareStatements (db: Database.Database) {
   return {
     insertPet: db.prepare('INSERT INTO pets (name, category_id, status, created_at) VALUES (?, ?, ?, ?)'),
+    lastPetId: db.prepare('SELECT max(id) FROM pets').pluck().safeIntegers(),
     petById: db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?`).raw().safeIntegers(),
     pageAll: db.prepare(pageSql('')).raw().safeIntegers(),
     pageByStatus: byStatus((status) => db.prepare(pageSql(`status = '${status}' AND`)).raw().safeIntegers()),
@@ -199,6 +201,8 @@ function prepareStatements (db: Database.Database) {
 
 function buildStore (db: Database.Database, sql: () => Statements, petWrites: PetWrites): Store {
   const insertMany = db.transaction((pets: readonly NewPetRecord[]) => {
+    // SQLite gives each row the largest id plus one: refused before any would exceed MAX_PET_ID.
+    firstFreePetId(sql().lastPetId.get() as bigint | null, pets.length)
     const now = Date.now()
     for (const pet of pets) sql().insertPet.run(pet.name, pet.categoryId, pet.status ?? null, now)
   })
