@@ -610,6 +610,22 @@ export const CASES: AttackCase[] = [
       const named = /2048/.test(body) || !/petId/.test(name) ? '' : ': the message does not name the limit'
       return { observed: `${status}${named}${/invalid JSON|not valid JSON/.test(body) || !/byte-order/.test(name) ? '' : `: ${body.slice(0, 80)}`}`, ok: status === expected && named === '' && (!/byte-order/.test(name) || /not valid JSON/.test(body)) }
     }
+  })),
+
+  // Issue 39, 1. A body nobody reads was read to the end, wherever the request landed but POST /v1/pets.
+  ...([
+    ...['GET /healthz', 'GET /readyz', 'GET /docs', 'GET /v1/openapi.json', 'GET /portal/login', 'GET /', 'POST /portal/nope']
+      .map((request) => [`${request} without a key, Content-Length 1,000,000,000, 64 KB sent`, `${request} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n`] as const),
+    ['GET /healthz, chunked, a chunk of 1 GB begun', 'GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3B9ACA00\r\n'] as const
+  ]).map(([what, head]): AttackCase => ({
+    item: '39.1',
+    name: `a body nobody reads: ${what}`,
+    expected: 'answered, Connection: close, closed by the server within 2 s',
+    run: async (target) => {
+      const { received, closed, ms } = await rawExchange(target.baseUrl, head + ' '.repeat(65_536), () => false, 2000)
+      const observed = `${/^HTTP\/1\.1 [2-4]\d\d /.test(received) ? 'answered' : statusOf(received)}${/\r\nconnection: close\r\n/i.test(received) ? ', Connection: close' : ''}${closed && ms < 2000 ? ', closed by the server' : ', left open'}`
+      return { observed, ok: observed === 'answered, Connection: close, closed by the server' }
+    }
   }))
 ]
 

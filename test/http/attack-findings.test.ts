@@ -67,6 +67,50 @@ describe('an unauthenticated upload', () => {
   })
 })
 
+/** Resolves once the socket is closed, or rejects after the deadline. */
+async function closedWithin (closed: Promise<unknown>, deadlineMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([closed, new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error('the connection stayed open')), deadlineMs) })])
+  clearTimeout(timer)
+}
+
+describe('a body nobody reads', () => {
+  const requests = ['GET /healthz', 'GET /readyz', 'GET /docs', 'GET /v1/openapi.json', 'GET /portal/login', 'GET /', 'POST /portal/nope', 'GET /v1/pets', 'GET /v1/pets/1']
+  for (const request of requests) {
+    test(`${request} with Content-Length: 1000000000 is answered with Connection: close, and the rest is never read`, { timeout: 30_000 }, async (t) => {
+      const server = await startServer(t)
+      const { socket, received, closed } = await rawConnection(server)
+      socket.write(`${request} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Length: 1000000000\r\n\r\n`)
+      socket.write(Buffer.alloc(16 * 1024, 0x20))
+      await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+      assert.match(received(), /^HTTP\/1\.1 [2-5]\d\d /)
+      assert.match(received(), /\r\nconnection: close\r\n/i)
+      await closedWithin(closed, 10_000)
+    })
+  }
+
+  test('a chunked body nobody reads is not read either', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const { socket, received, closed } = await rawConnection(server)
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4000\r\n')
+    socket.write(Buffer.alloc(16 * 1024, 0x20))
+    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    assert.match(received(), /^HTTP\/1\.1 200 /)
+    assert.match(received(), /\r\nconnection: close\r\n/i)
+    await closedWithin(closed, 10_000)
+  })
+
+  test('a body the portal reads keeps the connection', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const { socket, received } = await rawConnection(server)
+    const form = 'email=a%40example.com&password=x'
+    socket.write(`POST /portal/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n${form}`)
+    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    assert.doesNotMatch(received().split('\r\n\r\n')[0] ?? '', /\r\nconnection: close/i)
+    socket.destroy()
+  })
+})
+
 describe('the logs', () => {
   test('a client that goes away in the middle of its body is an info line without a stack, not an error', { timeout: 30_000 }, async (t) => {
     const { sink, lines } = logLineSink()

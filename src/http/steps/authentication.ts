@@ -98,7 +98,7 @@ export function authentication (verifier: KeyVerifier, events: AuthenticationEve
     // A remembered key carries its expiry: comparing it with the clock here is what refuses it on every instance at once.
     if (key.expiresAt !== Infinity && hasExpired(key, Date.now())) {
       events.keyExpired(key, addressOf(exchange.request))
-      return errorAnswer(exchange, expiredKeyError(key))
+      return errorAnswer(expiredKeyError(key))
     }
     exchange.key = key
     return undefined
@@ -109,7 +109,7 @@ export function authentication (verifier: KeyVerifier, events: AuthenticationEve
     scope: 'api',
     onRequest: function authenticateRequest (exchange) {
       if (isPublic(exchange)) return undefined
-      if (authorizationCount(exchange.request) > 1) return errorAnswer(exchange, ApiError.invalidRequest('send one Authorization header, not several'))
+      if (authorizationCount(exchange.request) > 1) return errorAnswer(ApiError.invalidRequest('send one Authorization header, not several'))
       const authorization = exchange.headers.authorization
       const known = knownKey(exchange, authorization)
       if (known !== undefined) return verified(exchange, known)
