@@ -626,6 +626,21 @@ export const CASES: AttackCase[] = [
       const observed = `${/^HTTP\/1\.1 [2-4]\d\d /.test(received) ? 'answered' : statusOf(received)}${/\r\nconnection: close\r\n/i.test(received) ? ', Connection: close' : ''}${closed && ms < 2000 ? ', closed by the server' : ', left open'}`
       return { observed, ok: observed === 'answered, Connection: close, closed by the server' }
     }
+  })),
+
+  // Issue 39, 4. Transfer codings and Content-Type fields the parser takes.
+  ...([
+    ['Transfer-Encoding: gzip, chunked on POST /v1/pets', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n1d\r\n{"name":"Rex","categoryId":1}\r\n0\r\n\r\n`, '501 not_implemented'],
+    ['two Content-Type headers on POST /v1/pets', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 29\r\n\r\n{"name":"Rex","categoryId":1}`, '400 invalid_request']
+  ] as const).map(([name, request, expected]): AttackCase => ({
+    item: '39.4',
+    name,
+    expected,
+    run: async (target) => {
+      const { received } = await rawExchange(target.baseUrl, request(await apiKey(target)), (text) => /\r\n\r\n[\s\S]*\}$/.test(text))
+      const observed = `${statusOf(received)} ${/"code":"([a-z_]+)"/.exec(received)?.[1] ?? 'without an error body'}`
+      return { observed, ok: observed === expected }
+    }
   }))
 ]
 

@@ -22,6 +22,7 @@ import { drainRefusal } from './steps/drain-refusal.js'
 import { handler } from './steps/handler.js'
 import { keyUsage } from './steps/key-usage.js'
 import { loadShedding } from './steps/load-shedding.js'
+import { messageFraming } from './steps/message-framing.js'
 import { metricsStep } from './steps/metrics.js'
 import { rateLimit } from './steps/rate-limit.js'
 import { requestContext } from './steps/request-context.js'
@@ -89,6 +90,8 @@ export function pipeline (deps: PipelineDeps): Step[] {
     cors(deps.config.corsOrigins),
     authentication(deps.verifier, deps.audit, addressOf),
     rateLimit(deps.limiter),
+    // Before anything reads the body: how it is framed and typed.
+    messageFraming(),
     routing(deps.routes),
     // Once routing has found the operation: the scope it needs.
     authorization(deps.audit, deps.routes, addressOf),

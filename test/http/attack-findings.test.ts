@@ -210,6 +210,43 @@ describe('small answers that should be stricter', () => {
     socket.destroy()
   })
 
+  test('Transfer-Encoding: gzip, chunked gets 501 not_implemented, on the API and off it, and the body is not read', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    for (const [path, auth] of [['/v1/pets', `Authorization: Bearer ${server.key}\r\n`], ['/portal/login', '']]) {
+      const { socket, received, closed } = await rawConnection(server)
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n1d\r\n{"name":"Rex","categoryId":1}\r\n`)
+      await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+      assert.match(received(), /^HTTP\/1\.1 501 /, path)
+      assert.match(received(), /\r\n\r\n\{"code":"not_implemented","message":"a Transfer-Encoding other than chunked is not implemented[^"]*","status":501\}$/, path)
+      assert.match(received(), /\r\nconnection: close\r\n/i, path)
+      await closedWithin(closed, 10_000)
+    }
+    const list = await fetch(`${server.baseUrl}/v1/pets`, { headers: { authorization: `Bearer ${server.key}` } })
+    assert.doesNotMatch(await list.text(), /Rex/, 'no animal was created')
+  })
+
+  test('Transfer-Encoding: Chunked, in any case, is still taken', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const { socket, received } = await rawConnection(server)
+    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: Chunked\r\n\r\n1d\r\n{"name":"Rex","categoryId":1}\r\n0\r\n\r\n`)
+    await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+    assert.match(received(), /^HTTP\/1\.1 201 /)
+    socket.destroy()
+  })
+
+  test('two Content-Type headers get 400 invalid_request, whichever comes first', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const body = '{"name":"Rex","categoryId":1}'
+    for (const [first, second] of [['application/json', 'text/plain'], ['text/plain', 'application/json']]) {
+      const { socket, received } = await rawConnection(server)
+      socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: ${first}\r\ncontent-type: ${second}\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+      await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+      assert.match(received(), /^HTTP\/1\.1 400 /, first)
+      assert.match(received(), /"code":"invalid_request","message":"send one Content-Type header, not several"/, first)
+      socket.destroy()
+    }
+  })
+
   test('a path segment longer than the router takes names the real limit', async (t) => {
     const { app, auth } = await buildTestApp(t)
     const response = await app.inject({ url: `/v1/pets/${'1'.repeat(3000)}`, headers: auth })
