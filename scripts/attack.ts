@@ -641,6 +641,25 @@ export const CASES: AttackCase[] = [
       const observed = `${statusOf(received)} ${/"code":"([a-z_]+)"/.exec(received)?.[1] ?? 'without an error body'}`
       return { observed, ok: observed === expected }
     }
+  })),
+
+  // Issue 39, 3. What the HTTP parser refused got the framework's own body, and CONNECT no answer.
+  ...([
+    ['a lower-case method', 'get /healthz HTTP/1.1\r\nHost: x\r\n\r\n', '400 invalid_request'],
+    ['a NUL before the method', '\u0000GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', '400 invalid_request'],
+    ['a header name with a space', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n', '400 invalid_request'],
+    ['an oversized header', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, '431 header_fields_too_large'],
+    ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '400 invalid_request']
+  ] as const).map(([what, request, expected]): AttackCase => ({
+    item: '39.3',
+    name: `parser refusal: ${what}`,
+    expected: `${expected}, Connection: close`,
+    run: async (target) => {
+      const { received } = await rawExchange(target.baseUrl, request, () => false, 2000)
+      const observed = `${statusOf(received)} ${/^\{"code":"([a-z_]+)","message":"[^"]*","status":\d{3}\}$/m.exec(received)?.[1] ?? 'without an error body'}` +
+        `${/\r\nconnection: close\r\n/i.test(received) ? ', Connection: close' : ''}`
+      return { observed, ok: observed === `${expected}, Connection: close` }
+    }
   }))
 ]
 

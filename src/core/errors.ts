@@ -4,11 +4,13 @@ export const STATUS_BY_CODE = {
   insufficient_scope: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   payload_too_large: 413,
   idempotency_key_in_use: 409,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   rate_limited: 429,
+  header_fields_too_large: 431,
   internal_error: 500,
   not_implemented: 501,
   service_unavailable: 503

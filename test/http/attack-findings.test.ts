@@ -111,6 +111,53 @@ describe('a body nobody reads', () => {
   })
 })
 
+describe('requests the HTTP parser refuses', () => {
+  const refused: Array<[string, string, number, string]> = [
+    ['a lower-case method', 'get /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
+    ['a NUL before the method', '\u0000GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
+    ['a header name with a space', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n', 400, 'invalid_request'],
+    ['an oversized header', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'header_fields_too_large'],
+    ['Transfer-Encoding: gzip alone', 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n', 501, 'not_implemented'],
+    ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 400, 'invalid_request']
+  ]
+  for (const [what, request, status, code] of refused) {
+    test(`${what} gets ${status} ${code} in the error shape, with Connection: close`, { timeout: 30_000 }, async (t) => {
+      const server = await startServer(t)
+      const { socket, received, closed } = await rawConnection(server)
+      socket.write(request, 'latin1')
+      await closedWithin(closed, 10_000)
+      const [head = '', body = ''] = received().split('\r\n\r\n')
+      assert.match(head, new RegExp(`^HTTP/1\\.1 ${status} `))
+      assert.match(head, /\r\nconnection: close(\r\n|$)/i)
+      assert.match(head, /\r\ncontent-type: application\/json/i)
+      const parsed = JSON.parse(body) as Record<string, unknown>
+      assert.deepEqual(Object.keys(parsed), ['code', 'message', 'status'])
+      assert.equal(parsed.code, code)
+      assert.equal(parsed.status, status)
+    })
+  }
+
+  test('are counted in the metrics by status, and logged as one warning for a burst', { timeout: 30_000 }, async (t) => {
+    const { sink, lines } = logLineSink()
+    const testApp = await buildTestApp(t, {}, pino({ level: 'info' }, sink))
+    await testApp.app.listen({ host: '127.0.0.1', port: 0 })
+    const address = testApp.app.server.address()
+    assert.ok(address !== null && typeof address === 'object')
+    const server = { ...testApp, baseUrl: `http://127.0.0.1:${address.port}` }
+    for (const request of ['get / HTTP/1.1\r\n\r\n', 'get / HTTP/1.1\r\n\r\n', 'get / HTTP/1.1\r\n\r\n', 'CONNECT a:1 HTTP/1.1\r\n\r\n']) {
+      const { socket, closed } = await rawConnection(server)
+      socket.write(request)
+      await closedWithin(closed, 10_000)
+    }
+    const metrics = await testApp.app.inject({ url: '/metrics', headers: METRICS_AUTH })
+    assert.match(metrics.body, /^http_parser_refusals_total\{status="400"\} 4$/m)
+    const warnings = lines.filter((line) => line.msg === 'refused requests that are not valid HTTP before any route')
+    assert.equal(warnings.length, 1, JSON.stringify(lines))
+    assert.equal(warnings[0]?.level, 40)
+    assert.equal(warnings[0]?.status, 400)
+  })
+})
+
 describe('the logs', () => {
   test('a client that goes away in the middle of its body is an info line without a stack, not an error', { timeout: 30_000 }, async (t) => {
     const { sink, lines } = logLineSink()
