@@ -671,7 +671,57 @@ export const CASES: AttackCase[] = [
       const observed = `${results.map(({ status, refusals, tookMs }) => `${status} after ${refusals} 429s in ${(tookMs / 1000).toFixed(1)} s`).join(', ')}; flood ${tally(statuses)}`
       return { observed, ok: results.every(({ status, tookMs }) => status === 303 && tookMs <= 10_000) && statuses.includes(429) && !statuses.some((status) => status >= 500) }
     }
-  }
+  },
+
+  // Issue 39, 1. A body nobody reads was read to the end, wherever the request landed but POST /v1/pets.
+  ...([
+    ...['GET /healthz', 'GET /readyz', 'GET /docs', 'GET /v1/openapi.json', 'GET /portal/login', 'GET /', 'POST /portal/nope']
+      .map((request) => [`${request} without a key, Content-Length 1,000,000,000, 64 KB sent`, `${request} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n`] as const),
+    ['GET /healthz, chunked, a chunk of 1 GB begun', 'GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3B9ACA00\r\n'] as const
+  ]).map(([what, head]): AttackCase => ({
+    item: '39.1',
+    name: `a body nobody reads: ${what}`,
+    expected: 'answered, Connection: close, closed by the server within 2 s',
+    run: async (target) => {
+      const { received, closed, ms } = await rawExchange(target.baseUrl, head + ' '.repeat(65_536), () => false, 2000)
+      const observed = `${/^HTTP\/1\.1 [2-4]\d\d /.test(received) ? 'answered' : statusOf(received)}${/\r\nconnection: close\r\n/i.test(received) ? ', Connection: close' : ''}${closed && ms < 2000 ? ', closed by the server' : ', left open'}`
+      return { observed, ok: observed === 'answered, Connection: close, closed by the server' }
+    }
+  })),
+
+  // Issue 39, 4. Transfer codings and Content-Type fields the parser takes.
+  ...([
+    ['Transfer-Encoding: gzip, chunked on POST /v1/pets', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n1d\r\n{"name":"Rex","categoryId":1}\r\n0\r\n\r\n`, '501 not_implemented'],
+    ['two Content-Type headers on POST /v1/pets', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 29\r\n\r\n{"name":"Rex","categoryId":1}`, '400 invalid_request']
+  ] as const).map(([name, request, expected]): AttackCase => ({
+    item: '39.4',
+    name,
+    expected,
+    run: async (target) => {
+      const { received } = await rawExchange(target.baseUrl, request(await apiKey(target)), (text) => /\r\n\r\n[\s\S]*\}$/.test(text))
+      const observed = `${statusOf(received)} ${/"code":"([a-z_]+)"/.exec(received)?.[1] ?? 'without an error body'}`
+      return { observed, ok: observed === expected }
+    }
+  })),
+
+  // Issue 39, 3. What the HTTP parser refused got the framework's own body, and CONNECT no answer.
+  ...([
+    ['a lower-case method', 'get /healthz HTTP/1.1\r\nHost: x\r\n\r\n', '400 invalid_request'],
+    ['a NUL before the method', '\u0000GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', '400 invalid_request'],
+    ['a header name with a space', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n', '400 invalid_request'],
+    ['an oversized header', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, '431 header_fields_too_large'],
+    ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '400 invalid_request']
+  ] as const).map(([what, request, expected]): AttackCase => ({
+    item: '39.3',
+    name: `parser refusal: ${what}`,
+    expected: `${expected}, Connection: close`,
+    run: async (target) => {
+      const { received } = await rawExchange(target.baseUrl, request, () => false, 2000)
+      const observed = `${statusOf(received)} ${/^\{"code":"([a-z_]+)","message":"[^"]*","status":\d{3}\}$/m.exec(received)?.[1] ?? 'without an error body'}` +
+        `${/\r\nconnection: close\r\n/i.test(received) ? ', Connection: close' : ''}`
+      return { observed, ok: observed === `${expected}, Connection: close` }
+    }
+  }))
 ]
 
 // ---------------------------------------------------------------------------------------

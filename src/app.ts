@@ -10,6 +10,7 @@ import { ApiRoutes } from './http/api-routes.js'
 import { MAX_PATH_SEGMENT_LENGTH, notFoundError, registerErrorHandler, registerNotFoundHandler, sendError, toApiError } from './http/errors.js'
 import { MAX_BODY_BYTES } from './http/json-body.js'
 import { PetReads } from './http/pet-reads.js'
+import { parserRefusals } from './http/parser-refusals.js'
 import { pipeline, requestListener, setUpPipeline } from './http/pipeline.js'
 import { describeApi, documentJson } from './http/plugins/openapi.js'
 import { docsRoutes } from './http/routes/docs.js'
@@ -133,6 +134,9 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   const steps = pipeline({ config, verifier, audit, usage, limiter, metrics: config.metricsEnabled ? metrics : undefined, routes, log: log as Logger })
   const handleRequest = requestListener(steps, log as Logger)
 
+  // What Node's HTTP parser refuses before the pipeline sees a request, and CONNECT.
+  const refusals = parserRefusals(log as Logger, (status) => { metrics.refusedByParser(status) })
+
   // The framework answers what the pipeline hands it: everything outside /v1.
   const options: FastifyServerOptions = {
     bodyLimit: MAX_BODY_BYTES,
@@ -152,6 +156,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
     },
     // Refused by the pipeline's shutdown refusal instead, in the API's error shape.
     return503OnClosing: false,
+    clientErrorHandler: refusals.onClientError,
     // X-Forwarded-* are believed only from the proxies TRUST_PROXY names (request.ip, request.protocol, request.host).
     ...(config.trustProxy.length > 0 && { trustProxy: config.trustProxy }),
     serverFactory: () => {
@@ -164,6 +169,7 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
       }, handleRequest)
       // No automatic 100 Continue: the pipeline sends it once the request is authenticated and routed.
       server.on('checkContinue', handleRequest)
+      server.on('connect', refusals.onConnect)
       server.maxConnections = config.maxConnections
       return server
     },

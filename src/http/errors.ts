@@ -2,7 +2,6 @@ import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, Fa
 import { ApiError, STATUS_BY_CODE, type ErrorCode } from '../core/errors.js'
 import { MAX_PET_ID } from '../core/pets.js'
 import { PetIdsExhaustedError, StoreUnavailableError } from '../storage/store.js'
-import { bodyLeftUnread } from './exchange.js'
 import { JSON_TYPE } from './headers.js'
 import { MAX_BODY_BYTES } from './json-body.js'
 
@@ -31,8 +30,7 @@ function mediaTypeMessage (contentType: string | undefined): string {
  * metrics, an unknown path): exactly {code, message, status}, as errorAnswer writes it for the API.
  */
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
-  const raw = reply.request.raw
-  if (bodyLeftUnread(raw)) reply.header('connection', 'close')
+  // An answer written before the body was read whole says Connection: close (the pipeline's answer).
   return reply
     .code(error.status)
     .headers(error.headers)

@@ -53,6 +53,8 @@ export class Exchange {
   statusCode = 0
   /** The client went away before its answer was written. */
   abandoned = false
+  /** The answer closes the connection (Connection: close) whatever else it says: set by a step as it answers. */
+  closesConnection = false
   private bound: RequestLogger | undefined
 
   constructor (
@@ -112,15 +114,26 @@ export function bodyLeftUnread (request: IncomingMessage): boolean {
 }
 
 /**
- * The one error shape of the API: exactly {code, message, status}. A refusal that comes before the
- * request's body was read (an unauthenticated upload, an unknown path) closes the connection once
- * sent, so that the server never reads a body it refused.
+ * Makes the answer the framework writes say Connection: close when its head is written before the
+ * request's body was read whole. Nobody reads that body once the answer is out; kept alive, the
+ * connection would make Node read and discard all of it (a gigabyte announced, a gigabyte read).
+ * With Connection: close, Node closes the connection once the answer is written. The framework reads
+ * the portal's forms before it answers, so those keep their connection. The pipeline calls this only
+ * for a request that announced a body: one without costs nothing.
  */
-export function errorAnswer (exchange: Exchange, error: ApiError): Answer {
+export function closeIfAnsweredUnread (request: IncomingMessage, response: ServerResponse): void {
+  const writeHead = response.writeHead
+  response.writeHead = function writeHeadClosingIfUnread (this: ServerResponse, ...args: unknown[]) {
+    if (!request.complete) this.setHeader('connection', 'close')
+    return Reflect.apply(writeHead, this, args) as ServerResponse
+  } as ServerResponse['writeHead']
+}
+
+/** The one error shape of the API: exactly {code, message, status}. */
+export function errorAnswer (error: ApiError): Answer {
   const body = JSON.stringify(error.toBody())
   const headers = ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body))]
   for (const name in error.headers) headers.push(name, error.headers[name] as string)
-  if (bodyLeftUnread(exchange.request)) headers.push('connection', 'close')
   return { statusCode: error.status, headers, body }
 }
 

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { PetStatus } from '../core/pets.js'
 
 /** When getPet was deprecated (RFC 9745 form): 2025-12-05T00:00:00Z, five years before its sunset. */
@@ -46,4 +47,18 @@ export function ifNoneMatchHits (header: string | undefined, etag: string): bool
     const trimmed = tag.trim()
     return trimmed === '*' || trimmed === etag || trimmed === `W/${etag}`
   })
+}
+
+/**
+ * How many times the request names a header field (`name` in lower case). Node keeps only the first
+ * of a repeated Authorization or Content-Type; the raw list shows the others.
+ */
+export function headerCount (request: Pick<IncomingMessage, 'rawHeaders'>, name: string): number {
+  let count = 0
+  const headers = request.rawHeaders
+  for (let index = 0; index < headers.length; index += 2) {
+    const field = headers[index] as string
+    if (field.length === name.length && field.toLowerCase() === name) count++
+  }
+  return count
 }

@@ -11,7 +11,7 @@ import type { RateLimiter } from '../services/rate-limiter.js'
 import type { UsageRecorder } from '../services/usage-recorder.js'
 import { clientAddressOf } from './client-address.js'
 import { failureToApiError } from './errors.js'
-import { errorAnswer, Exchange, type Answer, type HandedOver } from './exchange.js'
+import { announcesBody, bodyLeftUnread, closeIfAnsweredUnread, errorAnswer, Exchange, type Answer, type HandedOver } from './exchange.js'
 import type { ApiRoutes } from './api-routes.js'
 import { accessLog } from './steps/access-log.js'
 import { authentication } from './steps/authentication.js'
@@ -22,6 +22,7 @@ import { drainRefusal } from './steps/drain-refusal.js'
 import { handler } from './steps/handler.js'
 import { keyUsage } from './steps/key-usage.js'
 import { loadShedding } from './steps/load-shedding.js'
+import { messageFraming } from './steps/message-framing.js'
 import { metricsStep } from './steps/metrics.js'
 import { rateLimit } from './steps/rate-limit.js'
 import { requestContext } from './steps/request-context.js'
@@ -89,6 +90,8 @@ export function pipeline (deps: PipelineDeps): Step[] {
     cors(deps.config.corsOrigins),
     authentication(deps.verifier, deps.audit, addressOf),
     rateLimit(deps.limiter),
+    // Before anything reads the body: how it is framed and typed.
+    messageFraming(),
     routing(deps.routes),
     // Once routing has found the operation: the scope it needs.
     authorization(deps.audit, deps.routes, addressOf),
@@ -136,7 +139,7 @@ export function requestListener (steps: readonly Step[], log: Logger): (request:
 
   /** The failure as the answer the client sees: an ApiError as it is, anything else logged and hidden. */
   function failed (exchange: Exchange, error: unknown): Answer {
-    return errorAnswer(exchange, error instanceof ApiError ? error : failureToApiError(error, exchange.log, exchange.id))
+    return errorAnswer(error instanceof ApiError ? error : failureToApiError(error, exchange.log, exchange.id))
   }
 
   function proceed (exchange: Exchange, phases: Phases, from: number): void {
@@ -181,12 +184,20 @@ export function requestListener (steps: readonly Step[], log: Logger): (request:
     return true
   }
 
+  /**
+   * Writes the answer. Whoever gives it, an answer written before the request's body was read whole
+   * says Connection: close, and Node closes the connection once it is written instead of reading
+   * the rest of a body nobody reads. A request without a body costs two header look-ups.
+   */
   function answer (exchange: Exchange, phases: Phases, outcome: Answer | HandedOver): void {
     for (const addFields of phases.answer) addFields(exchange)
-    const { response, fields } = exchange
+    const { request, response, fields } = exchange
     if ('writtenBy' in outcome) {
       // The framework writes the answer; the fields are set first, and its own win where both set one.
       for (let index = 0; index < fields.length; index += 2) response.appendHeader(fields[index] as string, fields[index + 1] as string)
+      // The framework may read the body (a portal form) before it answers: whether it did is known when it writes.
+      if (exchange.closesConnection) response.setHeader('connection', 'close')
+      else if (announcesBody(request.headers)) closeIfAnsweredUnread(request, response)
       finished(response, (error) => {
         exchange.statusCode = response.statusCode
         // Closed before the answer was written whole: the client went away.
@@ -197,6 +208,7 @@ export function requestListener (steps: readonly Step[], log: Logger): (request:
       return
     }
     exchange.statusCode = outcome.statusCode
+    if (exchange.closesConnection || bodyLeftUnread(request)) fields.push('connection', 'close')
     const own = outcome.headers
     for (let index = 0; index < own.length; index++) fields.push(own[index] as string)
     response.writeHead(outcome.statusCode, fields)

@@ -71,6 +71,20 @@ export class Metrics {
     }
   })
 
+  /** Requests refused before any route as not valid HTTP/1.1 (CONNECT too), by the status they were answered. */
+  private readonly parserRefusals = new Map<number, number>()
+
+  readonly parserRefusalsTotal = new Counter({
+    name: 'http_parser_refusals_total',
+    help: 'Requests refused before any route because they are not valid HTTP/1.1 (CONNECT too), by the status answered; http_requests_total does not count them.',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.parserRefusalsTotal.reset()
+      for (const [status, count] of this.parserRefusals) this.parserRefusalsTotal.inc({ status: String(status) }, count)
+    }
+  })
+
   readonly databasePool: Gauge<'state'> | undefined
 
   constructor ({ poolStats, groupCommitStats, replicationStats }: Partial<Pick<Store, 'poolStats' | 'groupCommitStats' | 'replicationStats'>> = {}) {
@@ -102,5 +116,9 @@ export class Metrics {
       }
     })
     if (replicationStats) registerReplicationMetrics(this.registry, replicationStats)
+  }
+
+  refusedByParser (status: number): void {
+    this.parserRefusals.set(status, (this.parserRefusals.get(status) ?? 0) + 1)
   }
 }

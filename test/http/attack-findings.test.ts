@@ -67,6 +67,97 @@ describe('an unauthenticated upload', () => {
   })
 })
 
+/** Resolves once the socket is closed, or rejects after the deadline. */
+async function closedWithin (closed: Promise<unknown>, deadlineMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([closed, new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error('the connection stayed open')), deadlineMs) })])
+  clearTimeout(timer)
+}
+
+describe('a body nobody reads', () => {
+  const requests = ['GET /healthz', 'GET /readyz', 'GET /docs', 'GET /v1/openapi.json', 'GET /portal/login', 'GET /', 'POST /portal/nope', 'GET /v1/pets', 'GET /v1/pets/1']
+  for (const request of requests) {
+    test(`${request} with Content-Length: 1000000000 is answered with Connection: close, and the rest is never read`, { timeout: 30_000 }, async (t) => {
+      const server = await startServer(t)
+      const { socket, received, closed } = await rawConnection(server)
+      socket.write(`${request} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Length: 1000000000\r\n\r\n`)
+      socket.write(Buffer.alloc(16 * 1024, 0x20))
+      await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+      assert.match(received(), /^HTTP\/1\.1 [2-5]\d\d /)
+      assert.match(received(), /\r\nconnection: close\r\n/i)
+      await closedWithin(closed, 10_000)
+    })
+  }
+
+  test('a chunked body nobody reads is not read either', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const { socket, received, closed } = await rawConnection(server)
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4000\r\n')
+    socket.write(Buffer.alloc(16 * 1024, 0x20))
+    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    assert.match(received(), /^HTTP\/1\.1 200 /)
+    assert.match(received(), /\r\nconnection: close\r\n/i)
+    await closedWithin(closed, 10_000)
+  })
+
+  test('a body the portal reads keeps the connection', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const { socket, received } = await rawConnection(server)
+    const form = 'email=a%40example.com&password=x'
+    socket.write(`POST /portal/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n${form}`)
+    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    assert.doesNotMatch(received().split('\r\n\r\n')[0] ?? '', /\r\nconnection: close/i)
+    socket.destroy()
+  })
+})
+
+describe('requests the HTTP parser refuses', () => {
+  const refused: Array<[string, string, number, string]> = [
+    ['a lower-case method', 'get /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
+    ['a NUL before the method', '\u0000GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
+    ['a header name with a space', 'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n', 400, 'invalid_request'],
+    ['an oversized header', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'header_fields_too_large'],
+    ['Transfer-Encoding: gzip alone', 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n', 501, 'not_implemented'],
+    ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 400, 'invalid_request']
+  ]
+  for (const [what, request, status, code] of refused) {
+    test(`${what} gets ${status} ${code} in the error shape, with Connection: close`, { timeout: 30_000 }, async (t) => {
+      const server = await startServer(t)
+      const { socket, received, closed } = await rawConnection(server)
+      socket.write(request, 'latin1')
+      await closedWithin(closed, 10_000)
+      const [head = '', body = ''] = received().split('\r\n\r\n')
+      assert.match(head, new RegExp(`^HTTP/1\\.1 ${status} `))
+      assert.match(head, /\r\nconnection: close(\r\n|$)/i)
+      assert.match(head, /\r\ncontent-type: application\/json/i)
+      const parsed = JSON.parse(body) as Record<string, unknown>
+      assert.deepEqual(Object.keys(parsed), ['code', 'message', 'status'])
+      assert.equal(parsed.code, code)
+      assert.equal(parsed.status, status)
+    })
+  }
+
+  test('are counted in the metrics by status, and logged as one warning for a burst', { timeout: 30_000 }, async (t) => {
+    const { sink, lines } = logLineSink()
+    const testApp = await buildTestApp(t, {}, pino({ level: 'info' }, sink))
+    await testApp.app.listen({ host: '127.0.0.1', port: 0 })
+    const address = testApp.app.server.address()
+    assert.ok(address !== null && typeof address === 'object')
+    const server = { ...testApp, baseUrl: `http://127.0.0.1:${address.port}` }
+    for (const request of ['get / HTTP/1.1\r\n\r\n', 'get / HTTP/1.1\r\n\r\n', 'get / HTTP/1.1\r\n\r\n', 'CONNECT a:1 HTTP/1.1\r\n\r\n']) {
+      const { socket, closed } = await rawConnection(server)
+      socket.write(request)
+      await closedWithin(closed, 10_000)
+    }
+    const metrics = await testApp.app.inject({ url: '/metrics', headers: METRICS_AUTH })
+    assert.match(metrics.body, /^http_parser_refusals_total\{status="400"\} 4$/m)
+    const warnings = lines.filter((line) => line.msg === 'refused requests that are not valid HTTP before any route')
+    assert.equal(warnings.length, 1, JSON.stringify(lines))
+    assert.equal(warnings[0]?.level, 40)
+    assert.equal(warnings[0]?.status, 400)
+  })
+})
+
 describe('the logs', () => {
   test('a client that goes away in the middle of its body is an info line without a stack, not an error', { timeout: 30_000 }, async (t) => {
     const { sink, lines } = logLineSink()
@@ -205,6 +296,43 @@ describe('small answers that should be stricter', () => {
     await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
     assert.match(received(), /^HTTP\/1\.1 (400|501) /)
     socket.destroy()
+  })
+
+  test('Transfer-Encoding: gzip, chunked gets 501 not_implemented, on the API and off it, and the body is not read', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    for (const [path, auth] of [['/v1/pets', `Authorization: Bearer ${server.key}\r\n`], ['/portal/login', '']]) {
+      const { socket, received, closed } = await rawConnection(server)
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n1d\r\n{"name":"Rex","categoryId":1}\r\n`)
+      await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+      assert.match(received(), /^HTTP\/1\.1 501 /, path)
+      assert.match(received(), /\r\n\r\n\{"code":"not_implemented","message":"a Transfer-Encoding other than chunked is not implemented[^"]*","status":501\}$/, path)
+      assert.match(received(), /\r\nconnection: close\r\n/i, path)
+      await closedWithin(closed, 10_000)
+    }
+    const list = await fetch(`${server.baseUrl}/v1/pets`, { headers: { authorization: `Bearer ${server.key}` } })
+    assert.doesNotMatch(await list.text(), /Rex/, 'no animal was created')
+  })
+
+  test('Transfer-Encoding: Chunked, in any case, is still taken', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const { socket, received } = await rawConnection(server)
+    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: Chunked\r\n\r\n1d\r\n{"name":"Rex","categoryId":1}\r\n0\r\n\r\n`)
+    await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+    assert.match(received(), /^HTTP\/1\.1 201 /)
+    socket.destroy()
+  })
+
+  test('two Content-Type headers get 400 invalid_request, whichever comes first', { timeout: 30_000 }, async (t) => {
+    const server = await startServer(t)
+    const body = '{"name":"Rex","categoryId":1}'
+    for (const [first, second] of [['application/json', 'text/plain'], ['text/plain', 'application/json']]) {
+      const { socket, received } = await rawConnection(server)
+      socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: ${first}\r\ncontent-type: ${second}\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+      await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+      assert.match(received(), /^HTTP\/1\.1 400 /, first)
+      assert.match(received(), /"code":"invalid_request","message":"send one Content-Type header, not several"/, first)
+      socket.destroy()
+    }
   })
 
   test('a path segment longer than the router takes names the real limit', async (t) => {

@@ -4,7 +4,7 @@ import { bearerTokenOf } from '../../core/api-keys.js'
 import { ApiError } from '../../core/errors.js'
 import { hasExpired, type KeyVerifier, type VerifiedKey } from '../../services/key-verifier.js'
 import { errorAnswer, type Answer, type Exchange } from '../exchange.js'
-import { WWW_AUTHENTICATE, WWW_AUTHENTICATE_EXPIRED, WWW_AUTHENTICATE_INVALID } from '../headers.js'
+import { headerCount, WWW_AUTHENTICATE, WWW_AUTHENTICATE_EXPIRED, WWW_AUTHENTICATE_INVALID } from '../headers.js'
 import type { Step } from '../pipeline.js'
 import { OPENAPI_DOCUMENT_PATH } from '../routes/openapi-document.js'
 
@@ -22,17 +22,6 @@ function isPublic (exchange: Exchange): boolean {
   } catch {
     return false
   }
-}
-
-/** Node keeps only the first of repeated Authorization headers; the raw list shows the others. */
-function authorizationCount (raw: IncomingMessage): number {
-  let count = 0
-  const headers = raw.rawHeaders
-  for (let index = 0; index < headers.length; index += 2) {
-    const name = headers[index] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization') count++
-  }
-  return count
 }
 
 /** The verified key of an Authorization header; throws the 401 ApiError otherwise. */
@@ -98,7 +87,7 @@ export function authentication (verifier: KeyVerifier, events: AuthenticationEve
     // A remembered key carries its expiry: comparing it with the clock here is what refuses it on every instance at once.
     if (key.expiresAt !== Infinity && hasExpired(key, Date.now())) {
       events.keyExpired(key, addressOf(exchange.request))
-      return errorAnswer(exchange, expiredKeyError(key))
+      return errorAnswer(expiredKeyError(key))
     }
     exchange.key = key
     return undefined
@@ -109,7 +98,7 @@ export function authentication (verifier: KeyVerifier, events: AuthenticationEve
     scope: 'api',
     onRequest: function authenticateRequest (exchange) {
       if (isPublic(exchange)) return undefined
-      if (authorizationCount(exchange.request) > 1) return errorAnswer(exchange, ApiError.invalidRequest('send one Authorization header, not several'))
+      if (headerCount(exchange.request, 'authorization') > 1) return errorAnswer(ApiError.invalidRequest('send one Authorization header, not several'))
       const authorization = exchange.headers.authorization
       const known = knownKey(exchange, authorization)
       if (known !== undefined) return verified(exchange, known)

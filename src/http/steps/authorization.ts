@@ -32,7 +32,7 @@ export function authorization (events: AuthorizationEvents, routes: ApiRoutes, a
       const key = exchange.key
       if (scope === undefined || key === null || key.scopes.has(scope)) return undefined
       events.scopeDenied(key, scope, operation.operationId, addressOf(exchange.request))
-      return errorAnswer(exchange, new ApiError('insufficient_scope', insufficientScopeMessage(scope, operation.operationId), { 'www-authenticate': insufficientScopeChallenge(scope) }))
+      return errorAnswer(new ApiError('insufficient_scope', insufficientScopeMessage(scope, operation.operationId), { 'www-authenticate': insufficientScopeChallenge(scope) }))
     }
   }
 }

@@ -4,8 +4,8 @@ import type { Step } from '../pipeline.js'
 /**
  * Header fields on every answer, refusals included: the request id (X-Request-Id) and nosniff; on
  * an operation's path, the fields of every answer there (getPet's Deprecation, Sunset and
- * successor Link), whether the operation answered or a step refused it first. (A refusal sent
- * before the request's body was read also says Connection: close: see errorAnswer.)
+ * successor Link), whether the operation answered or a step refused it first. (An answer sent
+ * before the request's body was read whole also says Connection: close: see the pipeline's answer.)
  */
 export function commonHeaders (routes: ApiRoutes): Step {
   return {

@@ -1,5 +1,5 @@
 import { ApiError } from '../../core/errors.js'
-import { bodyLeftUnread, errorAnswer } from '../exchange.js'
+import { errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
 const DRAINING = new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' })
@@ -27,11 +27,10 @@ export function drainRefusal (): Step {
       })
     },
     onRequest: function refuseWhileClosing (exchange) {
-      return closing ? errorAnswer(exchange, DRAINING) : undefined
+      return closing ? errorAnswer(DRAINING) : undefined
     },
     onAnswer: function closeWhileClosing (exchange) {
-      // A body still unread says so itself: the API's refusal closes (errorAnswer), and the framework closes while closing.
-      if (closing && !bodyLeftUnread(exchange.request)) exchange.header('connection', 'close')
+      if (closing) exchange.closesConnection = true
     }
   }
 }

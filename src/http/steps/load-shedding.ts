@@ -71,7 +71,7 @@ export function loadShedding (maxEventLoopDelayMs: number): Step {
         log?.warn({ eventLoopDelayMs, limitMs: maxEventLoopDelayMs, shed: shedSinceWarning }, 'the event loop lags: shedding requests with 503')
         shedSinceWarning = 0
       }
-      return errorAnswer(exchange, OVERLOADED)
+      return errorAnswer(OVERLOADED)
     }
   }
 }

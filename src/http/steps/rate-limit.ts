@@ -11,7 +11,7 @@ function admit (limiter: RateLimiter, exchange: Exchange, admission: Admission):
     return undefined
   }
   exchange.header('ratelimit', `"per-key";r=0;t=${admission.resetSeconds}`)
-  return errorAnswer(exchange, new ApiError('rate_limited', `rate limit of ${limiter.limit} requests per minute exceeded; retry in ${admission.resetSeconds} seconds`,
+  return errorAnswer(new ApiError('rate_limited', `rate limit of ${limiter.limit} requests per minute exceeded; retry in ${admission.resetSeconds} seconds`,
     { 'retry-after': String(admission.resetSeconds) }))
 }
 

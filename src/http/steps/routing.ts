@@ -15,14 +15,14 @@ export function routing (routes: ApiRoutes): Step {
     name: 'routing',
     scope: 'api',
     onRequest: function route (exchange) {
-      if (routes.hasOverlongSegment(exchange)) return errorAnswer(exchange, ApiError.invalidRequest(`a path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`))
+      if (routes.hasOverlongSegment(exchange)) return errorAnswer(ApiError.invalidRequest(`a path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`))
       const found = routes.routeOf(exchange)
-      if (found === undefined) return errorAnswer(exchange, noRouteError(exchange.method, exchange.path, routes))
+      if (found === undefined) return errorAnswer(noRouteError(exchange.method, exchange.path, routes))
       const { resource, operation } = found
       if (operation === undefined) {
         if (exchange.method === 'OPTIONS') return emptyAnswer(204, ['allow', resource.allow])
         const path = resource.template.replace(/:(\w+)/g, '{$1}')
-        return errorAnswer(exchange, new ApiError('method_not_allowed', `${exchange.method} is not allowed on ${path}; allowed: ${resource.allow}`, { allow: resource.allow }))
+        return errorAnswer(new ApiError('method_not_allowed', `${exchange.method} is not allowed on ${path}; allowed: ${resource.allow}`, { allow: resource.allow }))
       }
       exchange.operation = operation
       exchange.params = found.params
