@@ -22,6 +22,7 @@ import { connect as connectSocket, createServer, type AddressInfo } from 'node:n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
+import Database from 'better-sqlite3'
 import pg from 'pg'
 import { generateApiKey, MAX_LIVE_KEYS, newKeyId } from '../src/core/api-keys.js'
 import { createAccount, createApiKey } from '../src/services/accounts.js'
@@ -610,8 +611,50 @@ export const CASES: AttackCase[] = [
       const named = /2048/.test(body) || !/petId/.test(name) ? '' : ': the message does not name the limit'
       return { observed: `${status}${named}${/invalid JSON|not valid JSON/.test(body) || !/byte-order/.test(name) ? '' : `: ${body.slice(0, 80)}`}`, ok: status === expected && named === '' && (!/byte-order/.test(name) || /not valid JSON/.test(body)) }
     }
-  }))
+  })),
+
+  // Issue 39, 5. TRUNCATE emptied the audit trail on PostgreSQL (SQLite's equivalent is a DELETE without WHERE).
+  {
+    item: '39.5',
+    name: 'TRUNCATE audit_events (a bare DELETE on SQLite) with a direct connection',
+    expected: 'refused as append-only; no event lost',
+    run: async (target) => {
+      await createAccount(target.store, { email: unique('audit') })
+      const [refusal, left] = await emptyAuditTrail(target)
+      const observed = `${refusal}; ${left} events left`
+      return { observed, ok: /append-only/.test(refusal) && left > 0 }
+    }
+  }
 ]
+
+/** Tries to empty the audit trail behind the service's back; returns how that went and the events left. */
+async function emptyAuditTrail (target: Target): Promise<[string, number]> {
+  const attempt = async (run: () => Promise<unknown>): Promise<string> => {
+    try {
+      await run()
+      return 'accepted'
+    } catch (error) {
+      return `refused: ${(error as Error).message}`
+    }
+  }
+  if (target.engine === 'sqlite') {
+    const db = new Database(target.databaseUrl.slice('sqlite:'.length))
+    try {
+      const refusal = await attempt(async () => db.prepare('DELETE FROM audit_events').run())
+      return [refusal, Number(db.prepare('SELECT count(*) FROM audit_events').pluck().get())]
+    } finally {
+      db.close()
+    }
+  }
+  const client = new pg.Client({ connectionString: target.databaseUrl })
+  await client.connect()
+  try {
+    const refusal = await attempt(async () => await client.query('TRUNCATE audit_events'))
+    return [refusal, (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events')).rows[0]?.n ?? 0]
+  } finally {
+    await client.end()
+  }
+}
 
 // ---------------------------------------------------------------------------------------
 // Running every case on every engine
