@@ -624,6 +624,36 @@ export const CASES: AttackCase[] = [
       const observed = `${refusal}; ${left} events left`
       return { observed, ok: /append-only/.test(refusal) && left > 0 }
     }
+  },
+
+  // Issue 39, 8. The CLI rolled an impossible date over, and died on EPIPE after making a key nobody saw.
+  {
+    item: '39.8',
+    name: 'keys create --expires-at 2030-02-30T00:00:00Z',
+    expected: 'exit 1, no key',
+    run: async (target) => {
+      const email = unique('date')
+      await createAccount(target.store, { email })
+      const result = await target.cli(['keys', 'create', '--email', email, '--expires-at', '2030-02-30T00:00:00Z'])
+      const observed = `exit ${String(result.code)}, ${await liveKeys(target, email) === 0 ? 'no key' : 'a key made'}`
+      return { observed, ok: observed === 'exit 1, no key' }
+    }
+  },
+  {
+    item: '39.8',
+    name: 'keys create into a pipe closed before it prints',
+    expected: 'exit 1, no stack trace, no live key',
+    run: async (target) => {
+      const email = unique('pipe')
+      await createAccount(target.store, { email })
+      const child = spawn(process.execPath, [CLI, 'keys', 'create', '--email', email], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: target.databaseUrl, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] })
+      child.stdout.destroy()
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+      const [code] = await once(child, 'close') as [number | null]
+      const observed = `exit ${String(code)}, ${/\n\s+at /.test(stderr) ? 'a stack trace' : 'no stack trace'}, ${await liveKeys(target, email) === 0 ? 'no live key' : 'a live key nobody saw'}`
+      return { observed, ok: observed === 'exit 1, no stack trace, no live key' }
+    }
   }
 ]
 

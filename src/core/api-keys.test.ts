@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { API_KEY_PREFIX, bearerTokenOf, generateApiKey, hashApiKey, isWellFormedApiKey } from './api-keys.js'
+import { API_KEY_PREFIX, bearerTokenOf, generateApiKey, hashApiKey, isWellFormedApiKey, parseZonedTime } from './api-keys.js'
 
 test('a generated key carries the type prefix, validates and is stored only as its hash', () => {
   const generated = generateApiKey()
@@ -32,4 +32,15 @@ test('bearerTokenOf reads the scheme case-insensitively', () => {
   assert.deepEqual(bearerTokenOf('Bearer'), { scheme: 'bearer' })
   assert.deepEqual(bearerTokenOf('Basic dXNlcjpwYXNz'), { scheme: 'other' })
   assert.deepEqual(bearerTokenOf(undefined), { scheme: 'none' })
+})
+
+test('parseZonedTime takes real ISO 8601 times with a zone and refuses impossible or zoneless ones', () => {
+  assert.equal(parseZonedTime('2027-01-31T18:00:00Z'), Date.UTC(2027, 0, 31, 18))
+  assert.equal(parseZonedTime('2028-02-29T00:00+02:00'), Date.UTC(2028, 1, 28, 22))
+  assert.equal(parseZonedTime('2027-12-31T23:59:59.999-05:30'), Date.UTC(2028, 0, 1, 5, 29, 59, 999))
+  for (const text of ['2027-02-30T00:00:00Z', '2027-02-29T00:00:00Z', '2027-04-31T00:00:00Z', '2027-13-01T00:00:00Z', '2027-00-10T00:00:00Z',
+    '2027-01-01T24:00:00Z', '2027-01-01T10:60:00Z', '2027-01-01T10:00:60Z', '2027-01-01T10:00:00+24:00', '2027-01-01T10:00:00+01:60',
+    '2027-01-31T18:00:00', '2027-01-31', 'next week']) {
+    assert.ok(Number.isNaN(parseZonedTime(text)), text)
+  }
 })
