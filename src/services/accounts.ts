@@ -56,7 +56,7 @@ function emailOrFail (text: string): string {
 async function accountOrFail (store: Store, emailText: string): Promise<AccountRow> {
   const email = emailOrFail(emailText)
   const account = await store.accounts.findByEmail(email)
-  if (account === undefined) throw new AccountsError(`no account has the email ${email}`)
+  if (account === undefined) throw new AccountsError(`no account has the email ${email}: create it with animal-store accounts create --email ${email}`)
   return account
 }
 

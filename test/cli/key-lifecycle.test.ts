@@ -467,7 +467,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(older, events.slice(2))
 
       for (const limit of ['0', '1001', 'all']) await fails(['audit', '--email', EMAIL, '--limit', limit], env, /^error: --limit must be a whole number from 1 to 1000, not /)
-      await fails(['audit', '--email', 'ghost@example.com'], env, /^error: no account has the email ghost@example\.com$/)
+      await fails(['audit', '--email', 'ghost@example.com'], env, /^error: no account has the email ghost@example\.com: create it with animal-store accounts create --email ghost@example\.com$/)
       await fails(['audit'], env, /^error: --email is required$/)
     })
   })
