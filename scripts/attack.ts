@@ -721,8 +721,80 @@ export const CASES: AttackCase[] = [
         `${/\r\nconnection: close\r\n/i.test(received) ? ', Connection: close' : ''}`
       return { observed, ok: observed === `${expected}, Connection: close` }
     }
-  }))
+  })),
+
+  // Issue 39, 5. TRUNCATE emptied the audit trail on PostgreSQL (SQLite's equivalent is a DELETE without WHERE).
+  {
+    item: '39.5',
+    name: 'TRUNCATE audit_events (a bare DELETE on SQLite) with a direct connection',
+    expected: 'refused as append-only; no event lost',
+    run: async (target) => {
+      await createAccount(target.store, { email: unique('audit') })
+      const [refusal, left] = await emptyAuditTrail(target)
+      const observed = `${refusal}; ${left} events left`
+      return { observed, ok: /append-only/.test(refusal) && left > 0 }
+    }
+  },
+
+  // Issue 39, 8. The CLI rolled an impossible date over, and died on EPIPE after making a key nobody saw.
+  {
+    item: '39.8',
+    name: 'keys create --expires-at 2030-02-30T00:00:00Z',
+    expected: 'exit 1, no key',
+    run: async (target) => {
+      const email = unique('date')
+      await createAccount(target.store, { email })
+      const result = await target.cli(['keys', 'create', '--email', email, '--expires-at', '2030-02-30T00:00:00Z'])
+      const observed = `exit ${String(result.code)}, ${await liveKeys(target, email) === 0 ? 'no key' : 'a key made'}`
+      return { observed, ok: observed === 'exit 1, no key' }
+    }
+  },
+  {
+    item: '39.8',
+    name: 'keys create into a pipe closed before it prints',
+    expected: 'exit 1, no stack trace, no live key',
+    run: async (target) => {
+      const email = unique('pipe')
+      await createAccount(target.store, { email })
+      const child = spawn(process.execPath, [CLI, 'keys', 'create', '--email', email], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: target.databaseUrl, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] })
+      child.stdout.destroy()
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+      const [code] = await once(child, 'close') as [number | null]
+      const observed = `exit ${String(code)}, ${/\n\s+at /.test(stderr) ? 'a stack trace' : 'no stack trace'}, ${await liveKeys(target, email) === 0 ? 'no live key' : 'a live key nobody saw'}`
+      return { observed, ok: observed === 'exit 1, no stack trace, no live key' }
+    }
+  }
 ]
+
+/** Tries to empty the audit trail behind the service's back; returns how that went and the events left. */
+async function emptyAuditTrail (target: Target): Promise<[string, number]> {
+  const attempt = async (run: () => Promise<unknown>): Promise<string> => {
+    try {
+      await run()
+      return 'accepted'
+    } catch (error) {
+      return `refused: ${(error as Error).message}`
+    }
+  }
+  if (target.engine === 'sqlite') {
+    const db = new Database(target.databaseUrl.slice('sqlite:'.length))
+    try {
+      const refusal = await attempt(async () => db.prepare('DELETE FROM audit_events').run())
+      return [refusal, Number(db.prepare('SELECT count(*) FROM audit_events').pluck().get())]
+    } finally {
+      db.close()
+    }
+  }
+  const client = new pg.Client({ connectionString: target.databaseUrl })
+  await client.connect()
+  try {
+    const refusal = await attempt(async () => await client.query('TRUNCATE audit_events'))
+    return [refusal, (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events')).rows[0]?.n ?? 0]
+  } finally {
+    await client.end()
+  }
+}
 
 // ---------------------------------------------------------------------------------------
 // Running every case on every engine

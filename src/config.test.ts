@@ -112,6 +112,26 @@ test('DATABASE_URL may list one PostgreSQL URL per host, and DATABASE_REPLICA_UR
   assert.throws(() => loadConfig({ REPLICA_MAX_LAG_MS: '-1' }), /REPLICA_MAX_LAG_MS/)
 })
 
+test('DATABASE_URL and DATABASE_REPLICA_URLS refuse an unparsable URL and a stray comma, naming the variable', () => {
+  const refusals: Array<[Record<string, string>, RegExp]> = [
+    [{ DATABASE_URL: 'postgres://db-1/animals,' }, /^DATABASE_URL="postgres:\/\/db-1\/animals," is invalid: a comma with no URL after it/],
+    [{ DATABASE_URL: 'postgres://db-1/animals, ,postgres://db-2/animals' }, /^DATABASE_URL=.* is invalid: a comma with no URL after it/],
+    [{ DATABASE_URL: 'postgres://u:s3cret@db-1:port/animals' }, /^DATABASE_URL=.* is invalid: "postgres:\/\/u:\*\*\*\*@db-1:port\/animals" is not a valid URL/],
+    [{ DATABASE_URL: 'postgres://db-1/a', DATABASE_REPLICA_URLS: 'postgres://[db-3/animals' }, /^DATABASE_REPLICA_URLS=.* is invalid: .* is not a valid URL/],
+    [{ DATABASE_URL: 'postgres://db-1/a', DATABASE_REPLICA_URLS: 'postgres://db-3:99999/animals' }, /^DATABASE_REPLICA_URLS=.* is invalid: .* is not a valid URL/],
+    [{ DATABASE_URL: 'postgres://db-1/a', DATABASE_REPLICA_URLS: 'postgres://db-3/animals,' }, /^DATABASE_REPLICA_URLS=.* is invalid: a comma with no URL after it/]
+  ]
+  for (const [env, message] of refusals) {
+    assert.throws(() => loadConfig(env), (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      assert.equal(error.problems.length, 1, error.message)
+      assert.match(error.problems[0] ?? '', message)
+      assert.ok(!error.message.includes('s3cret'), 'no password')
+      return true
+    }, JSON.stringify(env))
+  }
+})
+
 test('loadConfig names every bad variable and hides passwords', () => {
   assert.throws(
     () => loadConfig({ PORT: '80a', DATABASE_URL: 'mysql://u:secret@h/db', LOG_LEVEL: 'loud', PUBLIC_BASE_URL: 'ftp://x' }),

@@ -179,6 +179,9 @@ export function postgresUrls (value: string): string[] {
 function postgresUrlsProblem (value: string): string | undefined {
   for (const url of postgresUrls(value)) {
     if (!/^postgres(ql)?:\/\/./.test(url)) return 'expected PostgreSQL URLs (postgres://… or postgresql://…) separated by commas'
+    // A comma splits the list only before the next URL, so a stray one would end up in the database name.
+    if (url.endsWith(',')) return 'a comma with no URL after it: remove it, or write the next URL after it (postgres://h1/db,postgres://h2/db)'
+    if (!URL.canParse(url)) return `${JSON.stringify(redactUrl(url))} is not a valid URL: check the host, the port and the characters to percent-encode`
     // libpq's postgres://h1,h2/db names several hosts in one URL; the pg driver would take "h1,h2" for one host name.
     const authority = /^postgres(?:ql)?:\/\/([^/?#]*)/.exec(url)?.[1] ?? ''
     if (authority.slice(authority.lastIndexOf('@') + 1).includes(',')) return 'expected one host per URL: write postgres://h1/db,postgres://h2/db rather than postgres://h1,h2/db'

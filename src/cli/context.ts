@@ -2,6 +2,8 @@ export interface CliContext {
   env: Record<string, string | undefined>
   stdout: (line: string) => void
   stderr: (line: string) => void
+  /** Resolves once what `stdout` took so far is written: false when standard output was closed first. */
+  written?: () => Promise<boolean>
   /** Reads a secret (a password) from standard input, prompting on a terminal without echo. */
   readSecret?: (prompt: string) => Promise<string>
   /** Progress display on stderr; `redraw` rewrites the current line on a terminal. */

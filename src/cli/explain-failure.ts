@@ -1,4 +1,4 @@
-import { redactUrl, type Config } from '../config.js'
+import { postgresUrls, redactUrl, type Config } from '../config.js'
 import { StoreUnavailableError } from '../storage/store.js'
 
 type Where = Pick<Config, 'host' | 'port' | 'storage'>
@@ -27,13 +27,36 @@ export function explainFailure (error: unknown, where: Where | undefined): strin
   }
   if (where?.storage.engine === 'postgres') {
     const server = `PostgreSQL at ${postgresAddress(where.storage.url)}`
+    const refused = serverRefusal(error instanceof StoreUnavailableError ? error.reason : error, server, where.storage.url)
+    if (refused !== undefined) return refused
     if (error instanceof StoreUnavailableError) {
       return `cannot reach ${server}: ${causeOf(error.reason)}. Is it running, and does DATABASE_URL name it?`
     }
-    // 28xxx: the server refused the credentials; 3D000: the database does not exist.
-    if (typeof code === 'string' && /^(28|3D)/.test(code)) return `${server} refused the connection: ${causeOf(error)}; check DATABASE_URL`
   }
   return undefined
+}
+
+/** The server answered and said no: it is running, so the advice is about the database or the credentials. */
+function serverRefusal (error: unknown, server: string, url: string): string | undefined {
+  const { code } = (typeof error === 'object' && error !== null ? error : {}) as SystemError
+  if (code === '3D000') {
+    const name = databaseName(url)
+    return `${server} is running but has no database ${name === undefined ? 'of that name' : `"${name}"`}: ` +
+      `create it (createdb${name === undefined ? '' : ` ${name}`}, as a user allowed to), or name an existing one in DATABASE_URL`
+  }
+  // 28xxx: the server refused the credentials.
+  if (typeof code === 'string' && code.startsWith('28')) return `${server} refused the connection: ${causeOf(error)}; check DATABASE_URL`
+  return undefined
+}
+
+/** The database a connection string names (the first one, for a list), as pg reads it. */
+function databaseName (url: string): string | undefined {
+  try {
+    const name = decodeURIComponent(new URL(postgresUrls(url)[0] ?? url).pathname.slice(1))
+    return name === '' ? undefined : name
+  } catch {
+    return undefined
+  }
 }
 
 /** host:port of a connection string, as pg reads it (a host in the query names a socket folder). */

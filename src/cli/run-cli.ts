@@ -36,13 +36,21 @@ function version (): string {
   return pkg.version
 }
 
+/** The words of the command as typed: those before the first option, at most two (options are never part of it). */
+function commandWords (argv: string[]): string[] {
+  const end = argv.findIndex((arg) => arg.startsWith('-'))
+  const words = argv.slice(0, end === -1 ? 2 : Math.min(end, 2))
+  return words.length > 0 ? words : argv.slice(0, 1)
+}
+
 /** The command a mistyped one most likely meant, or every command of the group it named. */
-function suggestionFor (first: string, second: string | undefined): string | undefined {
+function suggestionFor (words: string[]): string | undefined {
   const names = Object.keys(COMMANDS)
-  const typed = second === undefined || second.startsWith('-') ? first : `${first} ${second}`
-  const closest = closestMatch(typed, names, { maxDistance: 3 }) ?? closestMatch(first, names, { maxDistance: 2 })
-  if (closest !== undefined) return `did you mean: animal-store ${closest}`
+  const [first = ''] = words
   const group = names.filter((name) => name.startsWith(`${first} `))
+  const closest = (words.length > 1 ? closestMatch(words.join(' '), names, { maxDistance: 3 }) : undefined) ??
+    (group.length > 0 ? undefined : closestMatch(first, names, { maxDistance: 2 }))
+  if (closest !== undefined) return `did you mean: animal-store ${closest}`
   return group.length > 0 ? `${first} has these commands: ${group.join(', ')}` : undefined
 }
 
@@ -89,10 +97,11 @@ export async function runCli (argv: string[], context: CliContext): Promise<numb
       context.stdout(['Usage:', ...group.map((key) => `  ${COMMANDS[key]?.usage ?? key}  ${COMMANDS[key]?.summary ?? ''}`)].join('\n'))
       return second === undefined ? 1 : 0
     }
-    const suggestion = suggestionFor(first, second)
+    const words = commandWords(argv)
+    const suggestion = suggestionFor(words)
     context.stderr(suggestion === undefined
-      ? `unknown command: ${argv.join(' ')}\n\n${overview()}`
-      : `unknown command: ${argv.join(' ')}; ${suggestion} (animal-store --help lists every command)`)
+      ? `unknown command: ${words.join(' ')}\n\n${overview()}`
+      : `unknown command: ${words.join(' ')}; ${suggestion} (animal-store --help lists every command)`)
     return 1
   }
   const args = argv.slice(name.split(' ').length)

@@ -165,5 +165,22 @@ export function parseDuration (text: string): { ms: number } | { problem: string
   return { ms }
 }
 
+const ZONED_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,3})?)?(?:Z|[+-](\d{2}):(\d{2}))$/
+
+/**
+ * An ISO 8601 time with a date, a time and a zone (Z or an offset; a time without a zone would depend on the
+ * machine's) in milliseconds since the epoch; NaN otherwise. Date.parse rolls impossible fields over
+ * (February 30 becomes March 2), so each field must come back unchanged from the date it makes.
+ */
+export function parseZonedTime (text: string): number {
+  const match = ZONED_TIME.exec(text)
+  if (match === null) return Number.NaN
+  const [year, month, day, hour, minute, second = 0, offsetHours = 0, offsetMinutes = 0] = match.slice(1).map((field) => field === undefined ? undefined : Number(field))
+  const wall = new Date(Date.UTC(year ?? 0, (month ?? 0) - 1, day, hour, minute, second))
+  const real = wall.getUTCFullYear() === year && wall.getUTCMonth() + 1 === month && wall.getUTCDate() === day &&
+    wall.getUTCHours() === hour && wall.getUTCMinutes() === minute && wall.getUTCSeconds() === second
+  return real && offsetHours <= 23 && offsetMinutes <= 59 ? Date.parse(text) : Number.NaN
+}
+
 /** How long a rolled key keeps working beside its successor unless told otherwise. */
 export const DEFAULT_ROLL_GRACE_MS = 24 * 3_600_000

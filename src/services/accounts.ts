@@ -10,6 +10,7 @@ import {
   MAX_LIVE_KEYS,
   newKeyId,
   parseDuration,
+  parseZonedTime,
   parseScopes,
   type KeyChange,
   type Scope
@@ -55,7 +56,7 @@ function emailOrFail (text: string): string {
 async function accountOrFail (store: Store, emailText: string): Promise<AccountRow> {
   const email = emailOrFail(emailText)
   const account = await store.accounts.findByEmail(email)
-  if (account === undefined) throw new AccountsError(`no account has the email ${email}`)
+  if (account === undefined) throw new AccountsError(`no account has the email ${email}: create it with animal-store accounts create --email ${email}`)
   return account
 }
 
@@ -119,8 +120,7 @@ export function expiryOrFail (input: { expiresIn?: string | undefined, expiresAt
   }
   if (input.expiresAt === undefined) return null
   const text = textOrFail('expiry', input.expiresAt).trim()
-  // ISO 8601 with a date and a time and a zone (Z or an offset): a time without a zone would depend on the server's.
-  const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(text) ? Date.parse(text) : Number.NaN
+  const at = parseZonedTime(text)
   if (Number.isNaN(at)) throw new AccountsError(`${JSON.stringify(input.expiresAt)} is not an ISO 8601 time with a zone, such as 2027-01-31T18:00:00Z`)
   if (at <= now) throw new AccountsError(`the expiry ${new Date(at).toISOString()} is not in the future`)
   if (at - now > MAX_KEY_DURATION_MS) throw new AccountsError('the expiry is more than ten years away')

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test, type TestContext } from 'node:test'
@@ -9,7 +11,7 @@ import type { Store, UsageCount } from '../../src/storage/store.js'
 import { tempDir } from '../helpers/build-app.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 import { launchServer } from '../helpers/server-process.js'
-import { cliEnv, runCli, type CliResult, type KeyJson } from '../helpers/spawn-cli.js'
+import { CLI_PATH, cliEnv, runCli, runNode, type CliResult, type KeyJson } from '../helpers/spawn-cli.js'
 
 const KEY_PATTERN = /^ask_[0-9A-Za-z]{38}$/
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
@@ -102,6 +104,23 @@ async function keyOf (args: string[], env: Record<string, string>): Promise<{ ke
   assert.equal(all.filter((line) => line.includes(key)).length, 1, `the key is printed once\n${show(result)}`)
   return { key, before: all.slice(0, -1), result }
 }
+
+/** Runs the CLI with its standard output a pipe whose reading end is closed before it prints anything. */
+async function intoClosedPipe (args: string[], env: Record<string, string>): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI_PATH, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  child.stdout.destroy()
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const [code] = await once(child, 'close') as [number | null]
+  return { code, stdout: '', stderr }
+}
+
+/** `command | head -1`: prints the command's first line, closes the pipe, and says how the command exited. */
+const HEAD_ONE = `
+const child = require('node:child_process').spawn(process.execPath, process.argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
+require('node:readline').createInterface({ input: child.stdout }).once('line', (line) => { console.log(line); child.stdout.destroy() })
+child.on('close', (code) => console.log('exit ' + code))
+`
 
 async function listKeys (env: Record<string, string>): Promise<KeyJson[]> {
   const result = await ok(['keys', 'list', '--email', EMAIL, '--json'], env)
@@ -274,6 +293,31 @@ for (const engine of ENGINES) {
       assert.equal((await keyRow(env, live.key)).rolledTo, null)
     })
 
+    test('keys create and keys roll into a closed pipe: exit 1, one line, no stack trace, and the unprinted key is revoked; | head -1 is no failure', { timeout: 120_000 }, async (t) => {
+      const setup = await engine.setup(t)
+      if (setup === undefined) return
+      const { env } = setup
+      await ok(['accounts', 'create', '--email', EMAIL], env)
+
+      const created = await intoClosedPipe(['keys', 'create', '--email', EMAIL, '--label', 'lost'], env)
+      assert.equal(created.code, 1, show(created))
+      assert.match(created.stderr, /^error: standard output was closed before the new key key_\w+ was printed: the key is revoked; run the command again\n$/, show(created))
+      assert.deepEqual((await listKeys(env)).map(({ label, state }) => ({ label, state })), [{ label: 'lost', state: 'revoked' }])
+
+      const kept = await keyOf(['keys', 'create', '--email', EMAIL, '--label', 'kept'], env)
+      const keptId = (await keyRow(env, kept.key)).id
+      const rolled = await intoClosedPipe(['keys', 'roll', keptId], env)
+      assert.equal(rolled.code, 1, show(rolled))
+      assert.match(rolled.stderr, new RegExp(`^error: standard output was closed before the new key key_\\w+ was printed: the key is revoked; generate a new one with animal-store keys create \\(${keptId} works until `), show(rolled))
+      assert.deepEqual((await listKeys(env)).filter(({ label }) => label === 'kept').map(({ state }) => state).sort(), ['live', 'revoked'])
+
+      const head = await runNode(['-e', HEAD_ONE, CLI_PATH, 'keys', 'create', '--email', EMAIL, '--label', 'head'], env)
+      assert.equal(head.code, 0, show(head))
+      assert.match(head.stdout, /^Created key key_\w+ \(head\) for ops@example\.com\.\nexit 0\n$/, show(head))
+      assert.equal(head.stderr, '', show(head))
+      assert.equal((await listKeys(env)).find(({ label }) => label === 'head')?.state, 'live')
+    })
+
     test('keys usage prints per-day totals by outcome and totals by operation, and the same numbers as JSON', { timeout: 120_000 }, async (t) => {
       const setup = await engine.setup(t)
       if (setup === undefined) return
@@ -423,7 +467,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(older, events.slice(2))
 
       for (const limit of ['0', '1001', 'all']) await fails(['audit', '--email', EMAIL, '--limit', limit], env, /^error: --limit must be a whole number from 1 to 1000, not /)
-      await fails(['audit', '--email', 'ghost@example.com'], env, /^error: no account has the email ghost@example\.com$/)
+      await fails(['audit', '--email', 'ghost@example.com'], env, /^error: no account has the email ghost@example\.com: create it with animal-store accounts create --email ghost@example\.com$/)
       await fails(['audit'], env, /^error: --email is required$/)
     })
   })
@@ -447,6 +491,9 @@ describe('key lifecycle input checks', () => {
       [create('--expires-at', '2036-01-31T18:00:00'), /^error: "2036-01-31T18:00:00" is not an ISO 8601 time with a zone/],
       [create('--expires-at', 'next week'), /^error: "next week" is not an ISO 8601 time with a zone/],
       [create('--expires-at', '2020-01-01T00:00:00Z'), /^error: the expiry 2020-01-01T00:00:00\.000Z is not in the future$/],
+      [create('--expires-at', '2030-02-30T00:00:00Z'), /^error: "2030-02-30T00:00:00Z" is not an ISO 8601 time with a zone/],
+      [create('--expires-at', '2029-02-29T12:00:00Z'), /^error: "2029-02-29T12:00:00Z" is not an ISO 8601 time with a zone/],
+      [create('--expires-at', '2030-01-01T24:00:00Z'), /^error: "2030-01-01T24:00:00Z" is not an ISO 8601 time with a zone/],
       [create('--expires-at', '2099-01-01T00:00:00Z'), /^error: the expiry is more than ten years away$/],
       [create('--expires-in', '30d', '--expires-at', '2036-01-31T18:00:00Z'), /^error: give an expiry as a duration or as a time, not both$/],
       [create('--expires-in'), /^error: Option '--expires-in <value>' argument missing \(usage: animal-store keys create /],

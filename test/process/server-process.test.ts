@@ -81,14 +81,17 @@ function slowCreate (baseUrl: string, key: string, pet: NewPet): { continued: Pr
 
 describe('animal-store serve process', () => {
   describe('configuration', () => {
-    const bad: Array<[string, string, string]> = [
+    // The PostgreSQL URLs name no reachable server: the configuration must stop the start before any connection.
+    const bad: Array<[string, string, string, Record<string, string>?]> = [
       ['PORT', 'abc', 'PORT'],
-      ['DATABASE_URL', 'mysql://x', 'DATABASE_URL']
+      ['DATABASE_URL', 'mysql://x', 'DATABASE_URL'],
+      ['DATABASE_URL', 'postgres://127.0.0.1:9/animals,', 'DATABASE_URL'],
+      ['DATABASE_REPLICA_URLS', 'postgres://127.0.0.1:99999/animals', 'DATABASE_REPLICA_URLS', { DATABASE_URL: 'postgres://127.0.0.1:9/animals' }]
     ]
-    for (const [variable, value, named] of bad) {
+    for (const [variable, value, named, extra] of bad) {
       test(`exits 1 with a message naming ${variable} when ${variable}=${value}`, { timeout: 60_000 }, async (t) => {
         const dir = tempDir(t)
-        const server = launchServer(t, { ...cliEnv(dbFile(dir)), [variable]: value })
+        const server = launchServer(t, { ...cliEnv(dbFile(dir)), ...extra, [variable]: value })
         await assert.rejects(server.listening, /server exited \(1\)/)
         assert.deepEqual(await server.exited, { code: 1, signal: null })
         const output = `${server.stderr()}\n${server.lines.join('\n')}`

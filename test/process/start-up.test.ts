@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { tempDir } from '../helpers/build-app.js'
+import { POSTGRES_URL, postgresAvailable } from '../helpers/postgres.js'
 import { dbFile, launchServer } from '../helpers/server-process.js'
 import { cliEnv, runCli, type CliResult } from '../helpers/spawn-cli.js'
 
@@ -87,8 +88,10 @@ describe('the CLI guides a newcomer', () => {
     }
   })
 
+  // The command is the words before the first option: the options are neither shown as part of it nor matched.
   const mistyped: Array<[string[], RegExp]> = [
     [['kyes', 'create', '--email', 'dev@example.com'], /did you mean: animal-store keys create\b/],
+    [['keys', '--email', 'dev@example.com', 'create'], /keys has these commands: keys create, keys list, keys revoke, keys roll, keys usage/],
     [['sevre'], /did you mean: animal-store serve\b/],
     [['acounts', 'create'], /did you mean: animal-store accounts create\b/],
     [['keys', 'delete', 'key_1'], /keys has these commands: keys create, keys list, keys revoke, keys roll, keys usage/]
@@ -96,7 +99,8 @@ describe('the CLI guides a newcomer', () => {
   for (const [args, suggestion] of mistyped) {
     test(`animal-store ${args.join(' ')} suggests the closest command and exits 1`, { timeout: 60_000 }, async (t) => {
       const result = await runCli(args, env(t))
-      assertOneLineFailure(result, new RegExp(`^unknown command: ${args.join(' ')}; ${suggestion.source}`))
+      const command = args.slice(0, 2).filter((_, index) => !args.slice(0, index + 1).some((arg) => arg.startsWith('-'))).join(' ')
+      assertOneLineFailure(result, new RegExp(`^unknown command: ${command}; ${suggestion.source}`))
       assert.equal(result.stdout, '')
     })
   }
@@ -107,6 +111,22 @@ describe('the CLI guides a newcomer', () => {
     assert.equal(result.code, 1, show(result))
     assert.ok(result.stderr.includes(`DATABASE_URL=sqlite:${path}`), show(result))
     assert.doesNotMatch(result.stderr, STACK_FRAME, show(result))
+  })
+
+  test('a PostgreSQL without the database: the server is said to be running, and createdb is suggested', { timeout: 60_000 }, async (t) => {
+    if (!await postgresAvailable()) {
+      t.skip('PostgreSQL is not reachable')
+      return
+    }
+    const url = new URL(POSTGRES_URL)
+    url.pathname = `/animal_store_missing_${process.pid}`
+    const result = await runCli(['keys', 'list', '--email', 'dev@example.com'], { ...env(t), DATABASE_URL: url.toString() })
+    assertOneLineFailure(result, new RegExp(`^error: PostgreSQL at ${url.hostname.replaceAll('.', '\\.')}:${url.port || '5432'} is running but has no database "animal_store_missing_${process.pid}": create it \\(createdb animal_store_missing_${process.pid}, as a user allowed to\\), or name an existing one in DATABASE_URL$`))
+  })
+
+  test('a command for an account that does not exist points to accounts create', { timeout: 60_000 }, async (t) => {
+    const result = await runCli(['keys', 'list', '--email', 'ghost@example.com'], env(t))
+    assertOneLineFailure(result, /^error: no account has the email ghost@example\.com: create it with animal-store accounts create --email ghost@example\.com$/)
   })
 
   test('a command on an unreachable PostgreSQL names its host and port with the cause, without the password', { timeout: 60_000 }, async (t) => {

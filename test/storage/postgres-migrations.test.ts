@@ -5,7 +5,7 @@ import { POSTGRES_MIGRATIONS } from '../../src/storage/postgres/migrations.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 
-test('PostgreSQL migrations 4 and 5 keep keys (with both scopes), counts and the revocation marker of a version 3 database', { timeout: 60_000 }, async (t) => {
+test('PostgreSQL migrations 4 to 6 keep keys (with both scopes), counts and the revocation marker of a version 3 database', { timeout: 60_000 }, async (t) => {
   if (!await postgresAvailable()) {
     t.skip('PostgreSQL is not reachable')
     return
@@ -33,7 +33,7 @@ test('PostgreSQL migrations 4 and 5 keep keys (with both scopes), counts and the
 
   const store = openPostgresStore(url, { poolSize: 2, onError: () => {} })
   t.after(() => store.close())
-  assert.deepEqual(await store.migrate(), [4, 5])
+  assert.deepEqual(await store.migrate(), [4, 5, 6])
   assert.deepEqual((await store.apiKeys.listByAccount(1)).map(({ scopes, expiresAt, rolledTo }) => ({ scopes, expiresAt, rolledTo })),
     [1, 2].map(() => ({ scopes: ['animals:read', 'animals:write'], expiresAt: null, rolledTo: null })), 'migration 5: keys made before scopes keep both, and do not expire')
   assert.equal(await store.apiKeys.revocationMarker(), 7)
@@ -45,7 +45,7 @@ test('PostgreSQL migrations 4 and 5 keep keys (with both scopes), counts and the
   assert.deepEqual(await store.loginAttempts.recordUnlessLocked('account:old', now, { forgetBefore: new Date(0), lockMsAfter: () => 0 }), { allowed: true, attempts: 6 })
 })
 
-test('PostgreSQL audit events are append-only: the database refuses to change or delete one', { timeout: 60_000 }, async (t) => {
+test('PostgreSQL audit events are append-only: the database refuses to change, delete or truncate them', { timeout: 60_000 }, async (t) => {
   if (!await postgresAvailable()) {
     t.skip('PostgreSQL is not reachable')
     return
@@ -60,5 +60,7 @@ test('PostgreSQL audit events are append-only: the database refuses to change or
   t.after(() => client.end())
   await assert.rejects(client.query("UPDATE audit_events SET detail = 'changed'"), /append-only/)
   await assert.rejects(client.query('DELETE FROM audit_events'), /append-only/)
+  await assert.rejects(client.query('TRUNCATE audit_events'), /append-only/)
+  await assert.rejects(client.query('TRUNCATE audit_events RESTART IDENTITY CASCADE'), /append-only/)
   assert.equal((await client.query('SELECT count(*)::int AS n FROM audit_events')).rows[0]?.n, 1)
 })

@@ -105,6 +105,8 @@ test('audit events are append-only: the database refuses to change or delete one
   const db = new Database(path)
   t.after(() => db.close())
   assert.throws(() => db.prepare("UPDATE audit_events SET detail = 'changed'").run(), /append-only/)
+  // SQLite has no TRUNCATE: its equivalent, a DELETE without WHERE, skips the truncate optimisation when a DELETE trigger exists.
   assert.throws(() => db.prepare('DELETE FROM audit_events').run(), /append-only/)
+  assert.throws(() => db.prepare('DELETE FROM audit_events WHERE 1').run(), /append-only/)
   assert.equal(db.prepare('SELECT count(*) FROM audit_events').pluck().get(), 1)
 })

@@ -26,7 +26,7 @@ export const audit: Command = {
     'Actors: cli (this tool), portal (the developer portal), api (a request to the API; key_expired and',
     'scope_denied are recorded once per key, scope_denied at most once per key per hour). The address is the',
     "client's, where there is a client. No event holds a secret. The trail is append-only: the database refuses",
-    'to change or delete an event.',
+    'to change, delete or truncate events.',
     '',
     'With --json, an array, newest first, of',
     '  { "id": n, "at": "<ISO>", "event": "key_created", "actor": "cli", "address": null, "keyId": "key_…", "detail": "…" }',

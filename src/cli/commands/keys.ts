@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util'
 import { DEFAULT_ROLL_GRACE_MS, SCOPES } from '../../core/api-keys.js'
 import { createApiKey, durationOrFail, expiryOrFail, keyUsageSince, listApiKeys, revokeApiKey, rollApiKey, scopesOrFail } from '../../services/accounts.js'
 import { USAGE_KEPT_DAYS } from '../../services/usage-recorder.js'
-import type { ApiKeyRow, UsageCount, UsageOutcome } from '../../storage/store.js'
+import type { ApiKeyRow, Store, UsageCount, UsageOutcome } from '../../storage/store.js'
 import { CliError, type CliContext, type Command } from '../context.js'
 import { integerOption, iso, spanText, table } from '../format.js'
 import { withStore } from '../with-store.js'
@@ -18,12 +18,17 @@ function expiryText (expiresAt: Date | null, now = Date.now()): string {
   return `${expiresAt.toISOString()} (${left > 0 ? `in ${spanText(left)}` : 'passed'})`
 }
 
-/** Prints the lines that describe a new key, then the key alone on the last line. */
-function printNewKey (context: CliContext, row: ApiKeyRow, key: string): void {
-  context.stdout(`Scopes: ${scopesList(row)}`)
-  context.stdout(`Expires: ${expiryText(row.expiresAt)}`)
-  context.stdout(SECRET_NOTE)
-  context.stdout(key)
+/**
+ * Prints the lines that describe a new key and the key alone on the last line, in one write, so that nothing
+ * can fail between the first line and the key. A key whose secret could not be written at all (standard
+ * output closed) is revoked: nobody holds it, and it must not count as live.
+ */
+async function deliverNewKey (context: CliContext, store: Store, lines: string[], created: { row: ApiKeyRow, key: string }, retry: string): Promise<void> {
+  const { row, key } = created
+  context.stdout([...lines, `Scopes: ${scopesList(row)}`, `Expires: ${expiryText(row.expiresAt)}`, SECRET_NOTE, key].join('\n'))
+  if (await context.written?.() !== false) return
+  await revokeApiKey(store, row.id)
+  throw new CliError(`standard output was closed before the new key ${row.id} was printed: the key is revoked; ${retry}`)
 }
 
 export const keysCreate: Command = {
@@ -53,9 +58,11 @@ export const keysCreate: Command = {
     const email = values.email
     const scopes = values.scopes === undefined ? undefined : scopesOrFail(values.scopes)
     const expiresAt = expiryOrFail({ expiresIn: values['expires-in'], expiresAt: values['expires-at'] })
-    const { key, row, account } = await withStore(context, (store) => createApiKey(store, { email, label: values.label, scopes, expiresAt }))
-    context.stdout(`Created key ${row.id}${row.label === null ? '' : ` (${row.label})`} for ${account.email}.`)
-    printNewKey(context, row, key)
+    await withStore(context, async (store) => {
+      const created = await createApiKey(store, { email, label: values.label, scopes, expiresAt })
+      const { row, account } = created
+      await deliverNewKey(context, store, [`Created key ${row.id}${row.label === null ? '' : ` (${row.label})`} for ${account.email}.`], created, 'run the command again')
+    })
     return 0
   }
 }
@@ -150,13 +157,16 @@ export const keysRoll: Command = {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { grace: { type: 'string' } }, strict: true })
     const keyId = onlyKeyId(positionals, 'keys roll')
     const graceMs = values.grace === undefined ? DEFAULT_ROLL_GRACE_MS : durationOrFail(values.grace, 'the grace period')
-    const { key, row, old } = await withStore(context, async (store) => await rollApiKey(store, keyId, { graceMs }))
-    const until = old.expiresAt ?? new Date()
-    context.stdout(old.live
-      ? `Rolled key ${old.id}${old.label === null ? '' : ` (${old.label})`}: it keeps working until ${until.toISOString()} (${spanText(until.getTime() - Date.now())} from now), beside its replacement.`
-      : `Rolled key ${old.id}${old.label === null ? '' : ` (${old.label})`}: it stopped working at ${until.toISOString()}; running servers refuse it within 1 second.`)
-    context.stdout(`New key ${row.id} replaces it.`)
-    printNewKey(context, row, key)
+    await withStore(context, async (store) => {
+      const rolled = await rollApiKey(store, keyId, { graceMs })
+      const { row, old } = rolled
+      const until = old.expiresAt ?? new Date()
+      const lines = [old.live
+        ? `Rolled key ${old.id}${old.label === null ? '' : ` (${old.label})`}: it keeps working until ${until.toISOString()} (${spanText(until.getTime() - Date.now())} from now), beside its replacement.`
+        : `Rolled key ${old.id}${old.label === null ? '' : ` (${old.label})`}: it stopped working at ${until.toISOString()}; running servers refuse it within 1 second.`,
+      `New key ${row.id} replaces it.`]
+      await deliverNewKey(context, store, lines, rolled, `generate a new one with animal-store keys create (${old.id} works until ${until.toISOString()})`)
+    })
     return 0
   }
 }

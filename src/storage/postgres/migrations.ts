@@ -1,7 +1,7 @@
 /**
  * Forward-only schema versions for PostgreSQL. Never edit an applied migration: add the next one.
  * Kept to SQL that PostgreSQL-compatible distributed engines also accept: no advisory locks,
- * no SERIAL (ids come from a counter row), no triggers, no extensions.
+ * no SERIAL (ids come from a counter row), no extensions, and triggers only where the audit trail needs them.
  */
 export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number, name: string, sql: string }> = [
   {
@@ -149,6 +149,15 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number, name: string,
         BEGIN RAISE EXCEPTION 'audit events are append-only'; END
       $$;
       CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events
+        FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only();
+    `
+  },
+  {
+    version: 6,
+    name: 'audit_events_no_truncate',
+    sql: `
+      -- TRUNCATE fires no DELETE trigger: without this one, the whole trail could be emptied at once.
+      CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events
         FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only();
     `
   }
