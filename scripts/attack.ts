@@ -141,11 +141,14 @@ class Browser {
     return { status: response.status, headers: response.headers, body: await response.text() }
   }
 
-  async post (path: string, fields: Record<string, string>, extra: Record<string, string> = {}): Promise<Answer> {
+  /** Posts the fields url-encoded; a field given as a list is sent once per value, as a tampered form may. */
+  async post (path: string, fields: Record<string, string | readonly string[]>, extra: Record<string, string> = {}): Promise<Answer> {
+    const body = new URLSearchParams()
+    for (const [name, value] of Object.entries(fields)) for (const item of typeof value === 'string' ? [value] : value) body.append(name, item)
     const response = await fetch(this.baseUrl + path, {
       method: 'POST',
       headers: this.headers({ 'content-type': 'application/x-www-form-urlencoded', ...extra }),
-      body: new URLSearchParams(fields).toString(),
+      body: body.toString(),
       redirect: 'manual'
     })
     this.keep(response)
@@ -159,7 +162,7 @@ class Browser {
     return /<input type="hidden" name="_csrf" value="([^"]+)">/.exec(body.slice(from))?.[1] ?? ''
   }
 
-  async submit (page: string, action: string, fields: Record<string, string>): Promise<Answer> {
+  async submit (page: string, action: string, fields: Record<string, string | readonly string[]>): Promise<Answer> {
     return this.post(action, { _csrf: await this.token(page, action), ...fields })
   }
 }
@@ -382,6 +385,42 @@ export const CASES: AttackCase[] = [
       return { observed, ok: !statuses.some((status) => status >= 500) && withoutRetryAfter === 0 && answer.status === 303 && waited < 3 }
     }
   },
+
+  // Issue 39, 7. Tampered portal forms failed open: a field sent twice, or a choice the form does not offer.
+  ...([
+    ['expires_in sent twice (7d, never) on POST /portal/keys', { expires_in: ['7d', 'never'], label: 'twice' }],
+    ['expires_in=1s on POST /portal/keys', { expires_in: '1s', label: 'second' }],
+    ['expires_in=3650d on POST /portal/keys', { expires_in: '3650d', label: 'decade' }],
+    ['a label sent twice on POST /portal/keys', { expires_in: 'never', label: ['one', 'two'] }]
+  ] as const).map(([name, fields]): AttackCase => ({
+    item: '39.7',
+    name,
+    expected: '400 page; no key',
+    run: async (target) => {
+      const email = unique('tamper')
+      const browser = await signedUp(target, email, addresses()(1))
+      const answer = await browser.submit('/portal/keys', '/portal/keys', { scopes: 'animals:read', ...fields })
+      const observed = `${answer.status}${isHtml(answer) ? ' page' : ' not a page'}; ${await liveKeys(target, email) === 0 ? 'no key' : 'a key was made'}`
+      return { observed, ok: observed === '400 page; no key' }
+    }
+  })),
+  ...([
+    ['grace=3650d on POST /portal/keys/:id/roll', { grace: '3650d' }],
+    ['grace sent twice (7d, 0) on POST /portal/keys/:id/roll', { grace: ['7d', '0'] }]
+  ] as const).map(([name, fields]): AttackCase => ({
+    item: '39.7',
+    name,
+    expected: '400 page; not rolled',
+    run: async (target) => {
+      const email = unique('tamper')
+      const browser = await signedUp(target, email, addresses()(1))
+      const [id = ''] = await addKeys(target, email, 1)
+      const answer = await browser.submit(`/portal/keys/${id}/roll`, `/portal/keys/${id}/roll`, fields)
+      const rolled = (await target.store.apiKeys.findById(id))?.rolledTo !== null
+      const observed = `${answer.status}${isHtml(answer) ? ' page' : ' not a page'}; ${rolled ? 'rolled' : 'not rolled'}`
+      return { observed, ok: observed === '400 page; not rolled' }
+    }
+  })),
 
   // 5. The key cap was a race on PostgreSQL; revoked keys piled up.
   {

@@ -27,12 +27,10 @@ import { logIn, signUp, type Busy, type Throttled } from './log-in.js'
 import { PasswordHasher } from './password.js'
 import { cookieOptions, DEVICE_COOKIE, deviceCookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
 import { summarizeUsage } from './usage-chart.js'
+import { choiceProblem, DEFAULT_EXPIRY_CHOICE, DEFAULT_GRACE_CHOICE, EXPIRY_CHOICES, GRACE_CHOICES, isOffered } from './choices.js'
 import {
-  DEFAULT_GRACE_CHOICE,
   errorPage,
   eventsPage,
-  EXPIRY_CHOICES,
-  GRACE_CHOICES,
   keyPage,
   keysPage,
   logInPage,
@@ -91,7 +89,7 @@ function loadAssets (): Assets {
   return loaded
 }
 
-/** A single-valued form field; repeated fields and anything but text count as absent. */
+/** A single-valued form field (refuseRepeatedFields has refused a repeated one); anything but text counts as absent. */
 function field (request: FastifyRequest, name: string): string | undefined {
   const body = request.body
   if (typeof body !== 'object' || body === null) return undefined
@@ -126,8 +124,27 @@ export function isUnderPortal (url: string): boolean {
 }
 
 /** A status the framework gives a request it could not read, with the statusCode the portal's error page looks at. */
-function requestError (statusCode: number, message: string): FastifyError {
-  return Object.assign(new Error(message), { statusCode, code: 'PORTAL_UNREADABLE_FORM', name: 'FastifyError' }) as FastifyError
+function requestError (statusCode: number, message: string, code = 'PORTAL_UNREADABLE_FORM'): FastifyError {
+  return Object.assign(new Error(message), { statusCode, code, name: 'FastifyError' }) as FastifyError
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The form fields a route reads as a list (checkboxes); every other field must come once. */
+    repeatableFields?: readonly string[]
+  }
+}
+
+const REPEATED_FIELD = 'PORTAL_REPEATED_FIELD'
+
+/**
+ * The first field the form sends more than once that its route does not read as a list. A
+ * browser sends a text field or a <select> once; a second value is a tampered form, and
+ * picking either one (or neither) would act on something the person never chose.
+ */
+function repeatedField (body: unknown, repeatable: readonly string[]): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined
+  return Object.entries(body).find(([name, value]) => Array.isArray(value) && !repeatable.includes(name))?.[0]
 }
 
 /**
@@ -197,6 +214,11 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   const hasher = new PasswordHasher()
   const { files, urls: assets } = loadAssets()
   const hidden = { schema: { hide: true } }
+
+  app.addHook('preHandler', async function refuseRepeatedFields (request) {
+    const name = repeatedField(request.body, request.routeOptions.config.repeatableFields ?? [])
+    if (name !== undefined) throw requestError(400, `The form sent the field “${withoutControlCharacters(name).slice(0, 40)}” more than once. Reload the page and send the form again.`, REPEATED_FIELD)
+  })
 
   app.addHook('onSend', async function portalHeaders (request, reply, payload) {
     setPageHeaders(request, reply)
@@ -351,7 +373,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return sendPage(reply, 200, revokedKeysPage({ assets, session, keys: revoked.rows, total: revoked.total, page, pages }))
   })
 
-  app.post('/keys', hidden, async function generateKey (request, reply) {
+  app.post('/keys', { ...hidden, config: { repeatableFields: ['scopes'] } }, async function generateKey (request, reply) {
     const session = await sessionOrRedirect(request, reply)
     if (session === undefined) return reply
     if (!sessionCsrfValid(session, field(request, CSRF_FIELD))) {
@@ -360,11 +382,11 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const labelText = field(request, 'label') ?? ''
     const shownLabel = withoutControlCharacters(labelText).slice(0, 500)
     const scopeTexts = fieldValues(request, 'scopes')
-    const expiryText = field(request, 'expires_in') ?? 'never'
+    const expiryText = field(request, 'expires_in') ?? DEFAULT_EXPIRY_CHOICE
     // The form as it was sent, for the page that says what is wrong with it: known choices only.
     const form: KeyFormState = {
       scopes: (scopeTexts ?? []).filter((scope) => SCOPES.some((known) => known === scope)),
-      expiresIn: EXPIRY_CHOICES.some(({ value }) => value === expiryText) ? expiryText : 'never'
+      expiresIn: isOffered(EXPIRY_CHOICES, expiryText) ? expiryText : DEFAULT_EXPIRY_CHOICE
     }
     const refuse = (status: number, error: string): Promise<FastifyReply> => renderKeys(request, reply, session, status, { error, label: shownLabel, form })
     let created: { key: string, row: ApiKeyRow }
@@ -376,6 +398,8 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
       // Each value checked on its own, so a control character is named as such, never split away.
       for (const scope of scopeTexts) scopesOrFail(scope)
       const scopes = scopesOrFail(scopeTexts.join(' '))
+      const expiryRefusal = choiceProblem(EXPIRY_CHOICES, expiryText, 'when the key expires')
+      if (expiryRefusal !== undefined) return await refuse(400, expiryRefusal)
       const expiresAt = expiryText === 'never' ? null : expiryOrFail({ expiresIn: expiryText })
       created = await issueApiKey(store, session.account.id, label, { scopes, expiresAt }, { actor: 'portal', address: request.ip })
     } catch (error) {
@@ -474,7 +498,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const refusal = notRollable(key)
     if (refusal !== undefined) return sendPage(reply, 409, errorPage({ assets, status: 409, title: 'Cannot roll this key', message: refusal, session }))
     const graceText = field(request, 'grace') ?? DEFAULT_GRACE_CHOICE
-    const shownGrace = GRACE_CHOICES.some(({ value }) => value === graceText) ? graceText : DEFAULT_GRACE_CHOICE
+    const shownGrace = isOffered(GRACE_CHOICES, graceText) ? graceText : DEFAULT_GRACE_CHOICE
+    const graceRefusal = choiceProblem(GRACE_CHOICES, graceText, 'how long the old key keeps working')
+    if (graceRefusal !== undefined) return sendPage(reply, 400, rollPage({ assets, session, key, grace: shownGrace, error: graceRefusal }))
     let rolled: { key: string, row: ApiKeyRow, old: ApiKeyRow }
     try {
       const graceMs = durationOrFail(graceText, 'the grace period')
@@ -542,6 +568,7 @@ function describeError (error: FastifyError | Error, request: FastifyRequest): {
   }
   const status = (error as FastifyError).statusCode
   if (status === 413) return { status, title: 'Form too large', message: 'The form sent is too large.' }
+  if ((error as FastifyError).code === REPEATED_FIELD) return { status: 400, title: 'Form refused', message: error.message }
   if (status === 415) return { status, title: 'Not a form', message: 'The portal reads forms as browsers send them (application/x-www-form-urlencoded, not compressed).' }
   if ((error as FastifyError).code === 'FST_ERR_MAX_PARAM_LENGTH') return { status: 404, title: 'Page not found', message: 'There is no page at this address.' }
   if (status === 503) return { status, title: 'Unavailable', message: 'The service is restarting. Please try again in a moment.' }

@@ -3,6 +3,7 @@ import { MIN_PASSWORD_LENGTH } from '../core/passwords.js'
 import { MAX_LABEL_LENGTH } from '../core/accounts.js'
 import { SCOPES, type Scope } from '../core/api-keys.js'
 import type { AccountRow, ApiKeyRow, AuditActor, AuditEvent, AuditEventType, UsageOutcome } from '../storage/store.js'
+import { DEFAULT_EXPIRY_CHOICE, DEFAULT_GRACE_CHOICE, EXPIRY_CHOICES, GRACE_CHOICES } from './choices.js'
 import { CSRF_FIELD } from './csrf.js'
 import { OUTCOME_WORDS, OUTCOMES, usageChart, usageLegend, type KeyUsageSummary } from './usage-chart.js'
 
@@ -232,24 +233,6 @@ function keysTable (keys: readonly ApiKeyRow[], caption: string, context: KeyTab
   </div>`
 }
 
-/** The choices of the create form's expiry: values for expiryOrFail's `expiresIn` ("never" for none). */
-export const EXPIRY_CHOICES: ReadonlyArray<{ value: string, text: string }> = [
-  { value: 'never', text: 'Never' },
-  { value: '7d', text: 'In 7 days' },
-  { value: '30d', text: 'In 30 days' },
-  { value: '90d', text: 'In 90 days' },
-  { value: '365d', text: 'In 1 year' }
-]
-
-/** The choices of the roll form's grace period: values for durationOrFail. */
-export const GRACE_CHOICES: ReadonlyArray<{ value: string, text: string }> = [
-  { value: '0', text: 'None: the old key stops working at once' },
-  { value: '1h', text: '1 hour' },
-  { value: '24h', text: '24 hours' },
-  { value: '7d', text: '7 days' }
-]
-export const DEFAULT_GRACE_CHOICE = '24h'
-
 const SCOPE_WORDS: Readonly<Record<Scope, string>> = {
   'animals:read': 'list and read animals (listPets, getPet)',
   'animals:write': 'add animals (createPet)'
@@ -311,7 +294,7 @@ function newKeySection (created: { key: string, row: ApiKeyRow, replaces?: ApiKe
 
 function createForm (csrfToken: string, label: string | undefined, form: KeyFormState | undefined, error: string | undefined): SafeHtml {
   const chosen = new Set(form?.scopes ?? SCOPES)
-  const expiresIn = form?.expiresIn ?? 'never'
+  const expiresIn = form?.expiresIn ?? DEFAULT_EXPIRY_CHOICE
   return html`<form class="stack" method="post" action="/portal/keys">
     ${csrfField(csrfToken)}
     <label for="label">Label</label>

@@ -949,7 +949,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.match(messageOf(unknown.body), /^Unknown scope &quot;animals:delete&quot;: the scopes are animals:read, animals:write\.$/)
     const badExpiry = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'x', expires_in: 'forever' })
     assert.equal(badExpiry.statusCode, 400, badExpiry.body)
-    assert.match(messageOf(badExpiry.body), /^The expiry: &quot;forever&quot; is not a duration/)
+    assert.equal(messageOf(badExpiry.body), 'Choose when the key expires from the list the form offers: Never, In 7 days, In 30 days, In 90 days, In 1 year.')
     assert.deepEqual(await store.apiKeys.listByAccount(await accountIdOf(store, 'form@example.com')), [], 'no key was made')
 
     for (const [choice, days] of [['never', undefined], ['7d', 7], ['90d', 90], ['365d', 365]] as const) {
@@ -1216,8 +1216,56 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.match(messageOf(refused.body), /^The duration must not contain control characters \(it contains U\+007F\)\.$/)
     const unknown = await roll(browser, row.id, 'a while')
     assert.equal(unknown.statusCode, 400, unknown.body)
-    assert.match(messageOf(unknown.body), /^The grace period: &quot;a while&quot; is not a duration/)
+    assert.equal(messageOf(unknown.body), 'Choose how long the old key keeps working from the list the form offers: None, 1 hour, 24 hours, 7 days.')
     assert.equal((await store.apiKeys.findById(row.id))?.rolledTo, null)
+  })
+
+  test('a tampered form is refused with 400: a field sent twice on every form, an expiry or a grace period the form does not offer; nothing changes', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('tamper@example.com', PASSWORD)
+    const accountId = await accountIdOf(store, 'tamper@example.com')
+    const twice = (response: LightMyRequestResponse, name: string, context: string): void => {
+      assert.equal(response.statusCode, 400, `${context}: ${response.body}`)
+      assert.equal(messageOf(response.body), `The form sent the field “${name}” more than once. Reload the page and send the form again.`, context)
+      assertPortalHeaders(response, context)
+    }
+    const keysPage = async (): Promise<string> => (await browser.get('/portal/keys')).body
+    // A key that never expires from a form whose expiry said 7 days, or a label picked from two.
+    twice(await browser.post('/portal/keys', { _csrf: csrfTokenOf(await keysPage()), ...DEFAULT_KEY_FIELDS, label: 'x', expires_in: ['7d', 'never'] }), 'expires_in', 'expiry twice')
+    twice(await browser.post('/portal/keys', { _csrf: csrfTokenOf(await keysPage()), ...DEFAULT_KEY_FIELDS, label: ['one', 'two'] }), 'label', 'label twice')
+    for (const expiry of ['1s', '3650d', '1h', '']) {
+      const refused = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: `expiry ${expiry}`, expires_in: expiry })
+      assert.equal(refused.statusCode, 400, `${expiry}: ${refused.body}`)
+      assert.equal(messageOf(refused.body), 'Choose when the key expires from the list the form offers: Never, In 7 days, In 30 days, In 90 days, In 1 year.', expiry)
+      assert.match(refused.body, /<option value="never" selected>/, 'the form comes back with an offered choice')
+    }
+    assert.deepEqual(await store.apiKeys.listByAccount(accountId), [], 'no key was made')
+
+    await browser.generateKey('kept')
+    const row = await onlyKey(store, 'tamper@example.com', 'kept')
+    const confirm = async (action: string): Promise<string> => csrfTokenOf((await browser.get(`/portal/keys/${row.id}/${action}`)).body)
+    for (const grace of ['3650d', '1m', '']) {
+      const refused = await browser.post(`/portal/keys/${row.id}/roll`, { _csrf: await confirm('roll'), grace })
+      assert.equal(refused.statusCode, 400, `${grace}: ${refused.body}`)
+      assert.equal(messageOf(refused.body), 'Choose how long the old key keeps working from the list the form offers: None, 1 hour, 24 hours, 7 days.', grace)
+      assert.match(refused.body, /<option value="24h" selected>/)
+    }
+    twice(await browser.post(`/portal/keys/${row.id}/roll`, { _csrf: await confirm('roll'), grace: ['7d', '0'] }), 'grace', 'grace twice')
+    twice(await browser.post(`/portal/keys/${row.id}/revoke`, { _csrf: [await confirm('revoke'), 'x'] }), '_csrf', 'revoke with two tokens')
+    const after = await store.apiKeys.findById(row.id)
+    assert.equal(after?.rolledTo, null, 'not rolled')
+    assert.equal(after?.live, true, 'not revoked')
+    twice(await browser.post('/portal/logout', { _csrf: [csrfTokenOf(await keysPage()), csrfTokenOf(await keysPage())] }), '_csrf', 'log-out with two tokens')
+    assert.equal((await browser.get('/portal/keys')).statusCode, 200, 'still logged in')
+
+    for (const path of ['/portal/login', '/portal/signup']) {
+      const other = new PortalClient(app, '192.0.2.77')
+      const token = csrfTokenOf((await other.get(path)).body)
+      twice(await other.post(path, { _csrf: token, email: ['tamper@example.com', 'other@example.com'], password: PASSWORD }), 'email', `${path} email twice`)
+      twice(await other.post(path, { _csrf: token, email: 'tamper@example.com', password: [PASSWORD, 'another long password'] }), 'password', `${path} password twice`)
+    }
+    assert.equal(await store.accounts.findByEmail('other@example.com'), undefined)
   })
 
   test("the events page shows the account's own events, newest first, with time, actor, address, key and detail; sign-up and log-ins are recorded, never a password", async (t) => {
