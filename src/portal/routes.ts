@@ -24,6 +24,7 @@ import {
 import { StoreUnavailableError, type ApiKeyRow, type Store } from '../storage/store.js'
 import { CSRF_FIELD, PresessionCsrf, sessionCsrfValid } from './csrf.js'
 import { logIn, signUp, type Busy, type Throttled } from './log-in.js'
+import { NewKeyCookie } from './new-key-cookie.js'
 import { PasswordHasher } from './password.js'
 import { cookieOptions, DEVICE_COOKIE, deviceCookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
 import { summarizeUsage } from './usage-chart.js'
@@ -31,6 +32,7 @@ import { choiceProblem, DEFAULT_EXPIRY_CHOICE, DEFAULT_GRACE_CHOICE, EXPIRY_CHOI
 import {
   errorPage,
   eventsPage,
+  keyIdsInDetail,
   keyPage,
   keysPage,
   logInPage,
@@ -211,6 +213,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   const sessions = new Sessions(store, policy)
   const presession = new PresessionCsrf(await store.setting('portal_csrf_secret', () => randomBytes(32).toString('base64url')), policy)
   const devices = { secret: await store.setting('portal_device_secret', () => randomBytes(32).toString('base64url')) }
+  const newKeys = new NewKeyCookie(await store.setting('portal_new_key_secret', () => randomBytes(32).toString('base64url')), policy)
   const hasher = new PasswordHasher()
   const { files, urls: assets } = loadAssets()
   const hidden = { schema: { hide: true } }
@@ -352,7 +355,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   app.get('/keys', hidden, async function showKeys (request, reply) {
     const session = await sessionOrRedirect(request, reply)
     if (session === undefined) return reply
-    const revoked = (request.query as Record<string, unknown>).revoked
+    const { revoked, created } = request.query as Record<string, unknown>
+    if (typeof created === 'string') return renderKeys(request, reply, session, 200, await createdKeyExtras(request, reply, session, created))
+    newKeys.take(request, reply)
     const key = typeof revoked === 'string' ? await ownKey(session, revoked) : undefined
     const notice = key === undefined || key.live
       ? undefined
@@ -361,6 +366,18 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
         : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
     return renderKeys(request, reply, session, 200, { notice })
   })
+
+  /** What the redirect after a generation or a roll shows: the secret the first time, a notice that it was shown after that. */
+  async function createdKeyExtras (request: FastifyRequest, reply: FastifyReply, session: PortalSession, keyId: string): Promise<KeysPageExtras> {
+    const handed = newKeys.take(request, reply)
+    const row = await ownKey(session, keyId)
+    if (row === undefined) return {}
+    if (handed?.keyId !== row.id) {
+      return { notice: `The key ${row.label ?? row.prefix} was shown once, right after it was made, and cannot be shown again. If you did not copy it, revoke it and generate a new one.` }
+    }
+    const replaces = handed.replacesId === undefined ? undefined : await ownKey(session, handed.replacesId)
+    return { created: { key: handed.key, row, ...(replaces === undefined ? {} : { replaces }) }, notice: replaces === undefined ? undefined : rolledNotice(replaces) }
+  }
 
   app.get('/keys/revoked', hidden, async function showRevokedKeys (request, reply) {
     const session = await sessionOrRedirect(request, reply)
@@ -414,8 +431,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
       throw error
     }
     request.log.info({ accountId: session.account.id, keyId: created.row.id }, 'portal: API key generated')
-    // 201 with the secret in the page, once; the response is marked no-store like every portal page.
-    return renderKeys(request, reply, session, 201, { created })
+    // Post-redirect-get: the page that shows the secret once (no-store, like every portal page) can be reloaded without posting again.
+    newKeys.put(request, reply, { key: created.key, keyId: created.row.id })
+    return reply.redirect(`/portal/keys?created=${created.row.id}`, 303)
   })
 
   /** The key if it belongs to the session's account; any other key is answered exactly like a key that does not exist. */
@@ -469,6 +487,11 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     ])
     return sendPage(reply, 200, keyPage({ assets, session, key, successor, usage: summarizeUsage(counts, USAGE_DAYS, now), now }))
   })
+
+  /** What the page after a roll says about the key it replaced. */
+  const rolledNotice = (old: ApiKeyRow): string => old.live && old.expiresAt !== null
+    ? `The key ${old.label ?? old.prefix} was rolled: it keeps working until ${old.expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, then the API refuses it. Move your programs to the new key before then.`
+    : `The key ${old.label ?? old.prefix} was rolled: the API refuses it from now on.`
 
   /** Why a key cannot be rolled, or undefined when it can. */
   const notRollable = (key: ApiKeyRow): string | undefined => {
@@ -524,12 +547,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
       throw error
     }
     request.log.info({ accountId: session.account.id, keyId: rolled.row.id, rolledKeyId: key.id }, 'portal: API key rolled')
-    const oldName = rolled.old.label ?? rolled.old.prefix
-    const notice = rolled.old.live && rolled.old.expiresAt !== null
-      ? `The key ${oldName} was rolled: it keeps working until ${rolled.old.expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, then the API refuses it. Move your programs to the new key before then.`
-      : `The key ${oldName} was rolled: the API refuses it from now on.`
-    // Like a generated key: 201 with the secret in the page, once, marked no-store.
-    return renderKeys(request, reply, session, 201, { created: { key: rolled.key, row: rolled.row, replaces: rolled.old }, notice })
+    // Like a generated key: redirected to the page that shows the secret once.
+    newKeys.put(request, reply, { key: rolled.key, keyId: rolled.row.id, replacesId: key.id })
+    return reply.redirect(`/portal/keys?created=${rolled.row.id}`, 303)
   })
 
   app.get('/events', hidden, async function showEvents (request, reply) {
@@ -541,7 +561,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const events = await store.audit.page(session.account.id, { limit: EVENTS_PER_PAGE + 1, beforeId })
     const shown = events.slice(0, EVENTS_PER_PAGE)
     const olderBefore = events.length > EVENTS_PER_PAGE ? shown[shown.length - 1]?.id : undefined
-    return sendPage(reply, 200, eventsPage({ assets, session, events: shown, olderBefore, paged: beforeId !== undefined }))
+    const keyIds = new Set(shown.flatMap((event) => [...(event.keyId === null ? [] : [event.keyId]), ...keyIdsInDetail(event.detail)]))
+    const keys = new Map((await Promise.all([...keyIds].map(async (id) => await ownKey(session, id)))).flatMap((key) => key === undefined ? [] : [[key.id, key] as const]))
+    return sendPage(reply, 200, eventsPage({ assets, session, events: shown, olderBefore, paged: beforeId !== undefined, keys }))
   })
 
   app.setNotFoundHandler(function portalNotFound (_request, reply) {
