@@ -86,7 +86,9 @@ export function newKeyId (): string {
   return 'key_' + randomBase62(16)
 }
 
-const KEY_ID = /^key_[0-9A-Za-z]{16}$/
+/** A key id as it appears in a text (an audit event's detail names a rolled key's successor by it). */
+export const KEY_ID_PATTERN = 'key_[0-9A-Za-z]{16}'
+const KEY_ID = new RegExp(`^${KEY_ID_PATTERN}$`)
 
 /** True when the text has the shape of a key id: anything else names no key, and is not looked up. */
 export function isWellFormedKeyId (text: string): boolean {

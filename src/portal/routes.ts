@@ -24,15 +24,15 @@ import {
 import { StoreUnavailableError, type ApiKeyRow, type Store } from '../storage/store.js'
 import { CSRF_FIELD, PresessionCsrf, sessionCsrfValid } from './csrf.js'
 import { logIn, signUp, type Busy, type Throttled } from './log-in.js'
+import { NewKeyCookie } from './new-key-cookie.js'
 import { PasswordHasher } from './password.js'
 import { cookieOptions, DEVICE_COOKIE, deviceCookieOptions, SESSION_COOKIE, Sessions, type PortalSession } from './session.js'
 import { summarizeUsage } from './usage-chart.js'
+import { choiceProblem, DEFAULT_EXPIRY_CHOICE, DEFAULT_GRACE_CHOICE, EXPIRY_CHOICES, GRACE_CHOICES, isOffered } from './choices.js'
 import {
-  DEFAULT_GRACE_CHOICE,
   errorPage,
   eventsPage,
-  EXPIRY_CHOICES,
-  GRACE_CHOICES,
+  keyIdsInDetail,
   keyPage,
   keysPage,
   logInPage,
@@ -91,7 +91,7 @@ function loadAssets (): Assets {
   return loaded
 }
 
-/** A single-valued form field; repeated fields and anything but text count as absent. */
+/** A single-valued form field (refuseRepeatedFields has refused a repeated one); anything but text counts as absent. */
 function field (request: FastifyRequest, name: string): string | undefined {
   const body = request.body
   if (typeof body !== 'object' || body === null) return undefined
@@ -126,8 +126,27 @@ export function isUnderPortal (url: string): boolean {
 }
 
 /** A status the framework gives a request it could not read, with the statusCode the portal's error page looks at. */
-function requestError (statusCode: number, message: string): FastifyError {
-  return Object.assign(new Error(message), { statusCode, code: 'PORTAL_UNREADABLE_FORM', name: 'FastifyError' }) as FastifyError
+function requestError (statusCode: number, message: string, code = 'PORTAL_UNREADABLE_FORM'): FastifyError {
+  return Object.assign(new Error(message), { statusCode, code, name: 'FastifyError' }) as FastifyError
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The form fields a route reads as a list (checkboxes); every other field must come once. */
+    repeatableFields?: readonly string[]
+  }
+}
+
+const REPEATED_FIELD = 'PORTAL_REPEATED_FIELD'
+
+/**
+ * The first field the form sends more than once that its route does not read as a list. A
+ * browser sends a text field or a <select> once; a second value is a tampered form, and
+ * picking either one (or neither) would act on something the person never chose.
+ */
+function repeatedField (body: unknown, repeatable: readonly string[]): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined
+  return Object.entries(body).find(([name, value]) => Array.isArray(value) && !repeatable.includes(name))?.[0]
 }
 
 /**
@@ -195,9 +214,15 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   const sessions = new Sessions(store, policy)
   const presession = new PresessionCsrf(await store.setting('portal_csrf_secret', () => randomBytes(32).toString('base64url')), policy)
   const devices = { secret: await store.setting('portal_device_secret', () => randomBytes(32).toString('base64url')) }
+  const newKeys = new NewKeyCookie(await store.setting('portal_new_key_secret', () => randomBytes(32).toString('base64url')), policy)
   const hasher = new PasswordHasher()
   const { files, urls: assets } = loadAssets()
   const hidden = { schema: { hide: true } }
+
+  app.addHook('preHandler', async function refuseRepeatedFields (request) {
+    const name = repeatedField(request.body, request.routeOptions.config.repeatableFields ?? [])
+    if (name !== undefined) throw requestError(400, `The form sent the field “${withoutControlCharacters(name).slice(0, 40)}” more than once. Reload the page and send the form again.`, REPEATED_FIELD)
+  })
 
   app.addHook('onSend', async function portalHeaders (request, reply, payload) {
     setPageHeaders(request, reply)
@@ -331,7 +356,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   app.get('/keys', hidden, async function showKeys (request, reply) {
     const session = await sessionOrRedirect(request, reply)
     if (session === undefined) return reply
-    const revoked = (request.query as Record<string, unknown>).revoked
+    const { revoked, created } = request.query as Record<string, unknown>
+    if (typeof created === 'string') return renderKeys(request, reply, session, 200, await createdKeyExtras(request, reply, session, created))
+    newKeys.take(request, reply)
     const key = typeof revoked === 'string' ? await ownKey(session, revoked) : undefined
     const notice = key === undefined || key.live
       ? undefined
@@ -340,6 +367,18 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
         : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
     return renderKeys(request, reply, session, 200, { notice })
   })
+
+  /** What the redirect after a generation or a roll shows: the secret the first time, a notice that it was shown after that. */
+  async function createdKeyExtras (request: FastifyRequest, reply: FastifyReply, session: PortalSession, keyId: string): Promise<KeysPageExtras> {
+    const handed = newKeys.take(request, reply)
+    const row = await ownKey(session, keyId)
+    if (row === undefined) return {}
+    if (handed?.keyId !== row.id) {
+      return { notice: `The key ${row.label ?? row.prefix} was shown once, right after it was made, and cannot be shown again. If you did not copy it, revoke it and generate a new one.` }
+    }
+    const replaces = handed.replacesId === undefined ? undefined : await ownKey(session, handed.replacesId)
+    return { created: { key: handed.key, row, ...(replaces === undefined ? {} : { replaces }) }, notice: replaces === undefined ? undefined : rolledNotice(replaces) }
+  }
 
   app.get('/keys/revoked', hidden, async function showRevokedKeys (request, reply) {
     const session = await sessionOrRedirect(request, reply)
@@ -352,7 +391,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return sendPage(reply, 200, revokedKeysPage({ assets, session, keys: revoked.rows, total: revoked.total, page, pages }))
   })
 
-  app.post('/keys', hidden, async function generateKey (request, reply) {
+  app.post('/keys', { ...hidden, config: { repeatableFields: ['scopes'] } }, async function generateKey (request, reply) {
     const session = await sessionOrRedirect(request, reply)
     if (session === undefined) return reply
     if (!sessionCsrfValid(session, field(request, CSRF_FIELD))) {
@@ -361,11 +400,11 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const labelText = field(request, 'label') ?? ''
     const shownLabel = withoutControlCharacters(labelText).slice(0, 500)
     const scopeTexts = fieldValues(request, 'scopes')
-    const expiryText = field(request, 'expires_in') ?? 'never'
+    const expiryText = field(request, 'expires_in') ?? DEFAULT_EXPIRY_CHOICE
     // The form as it was sent, for the page that says what is wrong with it: known choices only.
     const form: KeyFormState = {
       scopes: (scopeTexts ?? []).filter((scope) => SCOPES.some((known) => known === scope)),
-      expiresIn: EXPIRY_CHOICES.some(({ value }) => value === expiryText) ? expiryText : 'never'
+      expiresIn: isOffered(EXPIRY_CHOICES, expiryText) ? expiryText : DEFAULT_EXPIRY_CHOICE
     }
     const refuse = (status: number, error: string): Promise<FastifyReply> => renderKeys(request, reply, session, status, { error, label: shownLabel, form })
     let created: { key: string, row: ApiKeyRow }
@@ -377,6 +416,8 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
       // Each value checked on its own, so a control character is named as such, never split away.
       for (const scope of scopeTexts) scopesOrFail(scope)
       const scopes = scopesOrFail(scopeTexts.join(' '))
+      const expiryRefusal = choiceProblem(EXPIRY_CHOICES, expiryText, 'when the key expires')
+      if (expiryRefusal !== undefined) return await refuse(400, expiryRefusal)
       const expiresAt = expiryText === 'never' ? null : expiryOrFail({ expiresIn: expiryText })
       created = await issueApiKey(store, session.account.id, label, { scopes, expiresAt }, { actor: 'portal', address: request.ip })
     } catch (error) {
@@ -391,8 +432,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
       throw error
     }
     request.log.info({ accountId: session.account.id, keyId: created.row.id }, 'portal: API key generated')
-    // 201 with the secret in the page, once; the response is marked no-store like every portal page.
-    return renderKeys(request, reply, session, 201, { created })
+    // Post-redirect-get: the page that shows the secret once (no-store, like every portal page) can be reloaded without posting again.
+    newKeys.put(request, reply, { key: created.key, keyId: created.row.id })
+    return reply.redirect(`/portal/keys?created=${created.row.id}`, 303)
   })
 
   /** The key if it belongs to the session's account; any other key is answered exactly like a key that does not exist. */
@@ -447,6 +489,11 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return sendPage(reply, 200, keyPage({ assets, session, key, successor, usage: summarizeUsage(counts, USAGE_DAYS, now), now }))
   })
 
+  /** What the page after a roll says about the key it replaced. */
+  const rolledNotice = (old: ApiKeyRow): string => old.live && old.expiresAt !== null
+    ? `The key ${old.label ?? old.prefix} was rolled: it keeps working until ${old.expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, then the API refuses it. Move your programs to the new key before then.`
+    : `The key ${old.label ?? old.prefix} was rolled: the API refuses it from now on.`
+
   /** Why a key cannot be rolled, or undefined when it can. */
   const notRollable = (key: ApiKeyRow): string | undefined => {
     if (!key.live) return `The key ${key.label ?? key.prefix} has ${key.revokedAt === null ? 'expired' : 'been revoked'}: there is nothing to roll. Generate a new key instead.`
@@ -475,7 +522,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const refusal = notRollable(key)
     if (refusal !== undefined) return sendPage(reply, 409, errorPage({ assets, status: 409, title: 'Cannot roll this key', message: refusal, session }))
     const graceText = field(request, 'grace') ?? DEFAULT_GRACE_CHOICE
-    const shownGrace = GRACE_CHOICES.some(({ value }) => value === graceText) ? graceText : DEFAULT_GRACE_CHOICE
+    const shownGrace = isOffered(GRACE_CHOICES, graceText) ? graceText : DEFAULT_GRACE_CHOICE
+    const graceRefusal = choiceProblem(GRACE_CHOICES, graceText, 'how long the old key keeps working')
+    if (graceRefusal !== undefined) return sendPage(reply, 400, rollPage({ assets, session, key, grace: shownGrace, error: graceRefusal }))
     let rolled: { key: string, row: ApiKeyRow, old: ApiKeyRow }
     try {
       const graceMs = durationOrFail(graceText, 'the grace period')
@@ -499,12 +548,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
       throw error
     }
     request.log.info({ accountId: session.account.id, keyId: rolled.row.id, rolledKeyId: key.id }, 'portal: API key rolled')
-    const oldName = rolled.old.label ?? rolled.old.prefix
-    const notice = rolled.old.live && rolled.old.expiresAt !== null
-      ? `The key ${oldName} was rolled: it keeps working until ${rolled.old.expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, then the API refuses it. Move your programs to the new key before then.`
-      : `The key ${oldName} was rolled: the API refuses it from now on.`
-    // Like a generated key: 201 with the secret in the page, once, marked no-store.
-    return renderKeys(request, reply, session, 201, { created: { key: rolled.key, row: rolled.row, replaces: rolled.old }, notice })
+    // Like a generated key: redirected to the page that shows the secret once.
+    newKeys.put(request, reply, { key: rolled.key, keyId: rolled.row.id, replacesId: key.id })
+    return reply.redirect(`/portal/keys?created=${rolled.row.id}`, 303)
   })
 
   app.get('/events', hidden, async function showEvents (request, reply) {
@@ -516,7 +562,9 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     const events = await store.audit.page(session.account.id, { limit: EVENTS_PER_PAGE + 1, beforeId })
     const shown = events.slice(0, EVENTS_PER_PAGE)
     const olderBefore = events.length > EVENTS_PER_PAGE ? shown[shown.length - 1]?.id : undefined
-    return sendPage(reply, 200, eventsPage({ assets, session, events: shown, olderBefore, paged: beforeId !== undefined }))
+    const keyIds = new Set(shown.flatMap((event) => [...(event.keyId === null ? [] : [event.keyId]), ...keyIdsInDetail(event.detail)]))
+    const keys = new Map((await Promise.all([...keyIds].map(async (id) => await ownKey(session, id)))).flatMap((key) => key === undefined ? [] : [[key.id, key] as const]))
+    return sendPage(reply, 200, eventsPage({ assets, session, events: shown, olderBefore, paged: beforeId !== undefined, keys }))
   })
 
   app.setNotFoundHandler(function portalNotFound (_request, reply) {
@@ -543,6 +591,7 @@ function describeError (error: FastifyError | Error, request: FastifyRequest): {
   }
   const status = (error as FastifyError).statusCode
   if (status === 413) return { status, title: 'Form too large', message: 'The form sent is too large.' }
+  if ((error as FastifyError).code === REPEATED_FIELD) return { status: 400, title: 'Form refused', message: error.message }
   if (status === 415) return { status, title: 'Not a form', message: 'The portal reads forms as browsers send them (application/x-www-form-urlencoded, not compressed).' }
   if ((error as FastifyError).code === 'FST_ERR_MAX_PARAM_LENGTH') return { status: 404, title: 'Page not found', message: 'There is no page at this address.' }
   if (status === 503) return { status, title: 'Unavailable', message: 'The service is restarting. Please try again in a moment.' }

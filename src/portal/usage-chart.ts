@@ -63,10 +63,11 @@ function roundTop (value: number): number {
 
 const WIDTH = 640
 const HEIGHT = 240
-const LEFT = 48
+/** Room for the counts' labels at the size a phone's stylesheet gives them (portal.css). */
+const LEFT = 64
 const RIGHT = 8
 const TOP = 12
-const BOTTOM = 28
+const BOTTOM = 32
 /** Fills as presentation attributes, which the CSP allows; portal.css sets the same through classes. */
 const FILL: Readonly<Record<UsageOutcome, string>> = { '2xx': '#1a7f37', '4xx': '#b7791f', '5xx': '#b42318' }
 
@@ -123,7 +124,8 @@ export function usageChart (summary: KeyUsageSummary, { id, keyName }: { id: str
   </g>
   <g class="x-axis">
     ${days.map((day, index) => (days.length - 1 - index) % labelEvery === 0
-      ? html`<text class="axis" x="${fixed(LEFT + (index + 0.5) * slot)}" y="${HEIGHT - 8}" text-anchor="middle" font-size="11" fill="#57606a">${day.day.slice(5)}</text>`
+      // Today's label ends at the plot's edge: centred under its bar, it would run past the image.
+      ? html`<text class="axis" x="${fixed(index === days.length - 1 ? WIDTH - RIGHT : LEFT + (index + 0.5) * slot)}" y="${HEIGHT - 8}" text-anchor="${index === days.length - 1 ? 'end' : 'middle'}" font-size="11" fill="#57606a">${day.day.slice(5)}</text>`
       : '')}
   </g>
 </svg>`

@@ -1,8 +1,9 @@
 import { html, type SafeHtml } from '../core/html.js'
 import { MIN_PASSWORD_LENGTH } from '../core/passwords.js'
 import { MAX_LABEL_LENGTH } from '../core/accounts.js'
-import { SCOPES, type Scope } from '../core/api-keys.js'
+import { KEY_ID_PATTERN, SCOPES, type Scope } from '../core/api-keys.js'
 import type { AccountRow, ApiKeyRow, AuditActor, AuditEvent, AuditEventType, UsageOutcome } from '../storage/store.js'
+import { DEFAULT_EXPIRY_CHOICE, DEFAULT_GRACE_CHOICE, EXPIRY_CHOICES, GRACE_CHOICES } from './choices.js'
 import { CSRF_FIELD } from './csrf.js'
 import { OUTCOME_WORDS, OUTCOMES, usageChart, usageLegend, type KeyUsageSummary } from './usage-chart.js'
 
@@ -120,11 +121,15 @@ ${formMessage(error, undefined)}
   })
 }
 
-const dateTime = (date: Date): SafeHtml =>
-  html`<time datetime="${date.toISOString()}">${date.toISOString().slice(0, 16).replace('T', ' ')} UTC</time>`
+/** A date and its time of day (to the minute or the second), each kept whole by portal.css: a narrow column breaks between them only. */
+const stamp = (date: Date, end: 16 | 19): SafeHtml => {
+  const iso = date.toISOString()
+  return html`<time datetime="${iso}"><span>${iso.slice(0, 10)}</span> <span>${iso.slice(11, end)} UTC</span></time>`
+}
 
-const seconds = (date: Date): SafeHtml =>
-  html`<time datetime="${date.toISOString()}">${date.toISOString().slice(0, 19).replace('T', ' ')} UTC</time>`
+const dateTime = (date: Date): SafeHtml => stamp(date, 16)
+
+const seconds = (date: Date): SafeHtml => stamp(date, 19)
 
 const MINUTE_MS = 60_000
 const DAY_MS = 24 * 60 * MINUTE_MS
@@ -148,8 +153,7 @@ export function relativeTime (at: Date, now: number): string {
 /** A date (and, within two days, the time) with how far away it is: "2026-12-01 (in 5 days)". */
 function when (at: Date, now: number): SafeHtml {
   const near = Math.abs(at.getTime() - now) < 2 * DAY_MS
-  const text = near ? `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC` : at.toISOString().slice(0, 10)
-  return html`<time datetime="${at.toISOString()}">${text}</time> (${relativeTime(at, now)})`
+  return html`${near ? dateTime(at) : html`<time datetime="${at.toISOString()}">${at.toISOString().slice(0, 10)}</time>`} (${relativeTime(at, now)})`
 }
 
 /** Whether a live key stops working within EXPIRY_WARNING_MS; a rolled key ending after its grace period is expected, not a surprise. */
@@ -232,24 +236,6 @@ function keysTable (keys: readonly ApiKeyRow[], caption: string, context: KeyTab
   </div>`
 }
 
-/** The choices of the create form's expiry: values for expiryOrFail's `expiresIn` ("never" for none). */
-export const EXPIRY_CHOICES: ReadonlyArray<{ value: string, text: string }> = [
-  { value: 'never', text: 'Never' },
-  { value: '7d', text: 'In 7 days' },
-  { value: '30d', text: 'In 30 days' },
-  { value: '90d', text: 'In 90 days' },
-  { value: '365d', text: 'In 1 year' }
-]
-
-/** The choices of the roll form's grace period: values for durationOrFail. */
-export const GRACE_CHOICES: ReadonlyArray<{ value: string, text: string }> = [
-  { value: '0', text: 'None: the old key stops working at once' },
-  { value: '1h', text: '1 hour' },
-  { value: '24h', text: '24 hours' },
-  { value: '7d', text: '7 days' }
-]
-export const DEFAULT_GRACE_CHOICE = '24h'
-
 const SCOPE_WORDS: Readonly<Record<Scope, string>> = {
   'animals:read': 'list and read animals (listPets, getPet)',
   'animals:write': 'add animals (createPet)'
@@ -311,7 +297,7 @@ function newKeySection (created: { key: string, row: ApiKeyRow, replaces?: ApiKe
 
 function createForm (csrfToken: string, label: string | undefined, form: KeyFormState | undefined, error: string | undefined): SafeHtml {
   const chosen = new Set(form?.scopes ?? SCOPES)
-  const expiresIn = form?.expiresIn ?? 'never'
+  const expiresIn = form?.expiresIn ?? DEFAULT_EXPIRY_CHOICE
   return html`<form class="stack" method="post" action="/portal/keys">
     ${csrfField(csrfToken)}
     <label for="label">Label</label>
@@ -570,9 +556,33 @@ export interface EventsPageOptions {
   olderBefore: number | undefined
   /** Whether this page starts below the newest events. */
   paged: boolean
+  /** The account's keys the events name, by id: shown by label and prefix, as the keys page shows them. */
+  keys: ReadonlyMap<string, ApiKeyRow>
 }
 
-export function eventsPage ({ assets, session, events, olderBefore, paged }: EventsPageOptions): string {
+/** Key ids and ISO 8601 times as an event's detail holds them (services/accounts.ts, services/audit-trail.ts). */
+const DETAIL_REFERENCE = new RegExp(`(${KEY_ID_PATTERN})|(\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d+)?Z)`, 'g')
+
+/** Key ids named in events' details, for the page to look up. */
+export function keyIdsInDetail (detail: string | null): string[] {
+  return [...(detail ?? '').matchAll(DETAIL_REFERENCE)].flatMap((match) => match[1] === undefined ? [] : [match[1]])
+}
+
+/** An event's detail with its key ids and times shown as the rest of the page shows them. */
+function detailText (detail: string, keys: ReadonlyMap<string, ApiKeyRow>): SafeHtml {
+  const parts: Array<string | SafeHtml> = []
+  let last = 0
+  for (const match of detail.matchAll(DETAIL_REFERENCE)) {
+    parts.push(detail.slice(last, match.index))
+    const [text, keyId] = match
+    parts.push(keyId === undefined ? seconds(new Date(text)) : keyLink(keyId, keys.get(keyId)))
+    last = match.index + text.length
+  }
+  parts.push(detail.slice(last))
+  return html`${parts}`
+}
+
+export function eventsPage ({ assets, session, events, olderBefore, paged, keys }: EventsPageOptions): string {
   return page({
     title: 'Events',
     assets,
@@ -592,8 +602,8 @@ ${events.length === 0
       <td data-label="Event">${EVENT_WORDS[event.event]}</td>
       <td data-label="By">${ACTOR_WORDS[event.actor]}</td>
       <td data-label="Address">${event.address ?? html`<span class="muted">none</span>`}</td>
-      <td data-label="Key">${event.keyId === null ? '' : html`<a href="/portal/keys/${event.keyId}"><code>${event.keyId}</code></a>`}</td>
-      <td data-label="Detail">${event.detail ?? ''}</td>
+      <td data-label="Key">${event.keyId === null ? '' : keyLink(event.keyId, keys.get(event.keyId))}</td>
+      <td data-label="Detail">${event.detail === null ? '' : detailText(event.detail, keys)}</td>
     </tr>`)}
     </tbody>
   </table>

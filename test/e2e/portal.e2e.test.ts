@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
@@ -10,6 +10,19 @@ import { startServer, type TestServer } from '../helpers/start-server.js'
 const CHROMIUM = '/usr/bin/chromium'
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic']
 const SCREENSHOT = join(import.meta.dirname, '..', '..', 'docs', 'portal-keys.png')
+/** What the screenshot shows, beside it: the page's sections and the keys table's columns, compared with the page on every run. */
+const SCREENSHOT_STRUCTURE = join(import.meta.dirname, '..', '..', 'docs', 'portal-keys.json')
+const UPDATE_HINT = 'run UPDATE_SCREENSHOTS=1 node --import tsx --test test/e2e/portal.e2e.test.ts and commit docs/portal-keys.png and docs/portal-keys.json'
+
+interface PageStructure { sections: string[], keysTableColumns: string[] }
+
+/** The structure of the keys page as a reader of the screenshot sees it. */
+async function keysPageStructure (page: Page): Promise<PageStructure> {
+  return {
+    sections: await page.locator('main h2').allTextContents(),
+    keysTableColumns: (await page.locator('table.keys').first().locator('thead th').allTextContents()).map((text) => text.trim())
+  }
+}
 const PASSWORD = 'correct horse battery staple'
 
 /** Whether the browser is installed; under CI=true a missing browser is a failure, elsewhere a loud skip. */
@@ -130,6 +143,7 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     assert.equal(await apiStatus(server.baseUrl, key), 200, 'the first API call with the new key succeeds')
 
     await page.getByLabel('Label').fill('ci-server')
+    await page.getByLabel('Expires').selectOption('90d')
     await page.getByRole('button', { name: 'Generate key' }).click()
     await page.locator('#new-key-value').waitFor()
     const kept = await page.locator('#new-key-value').innerText()
@@ -153,12 +167,18 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     assert.match(await page.locator('p.message.notice').innerText(), /The key laptop has been revoked/)
     assert.match(await page.locator('tr.revoked').innerText(), /laptop/)
 
-    // The committed screenshot is rewritten only when asked, so a test run leaves the working tree as it found it.
+    // The committed screenshot is rewritten only when asked, so a test run leaves the working tree as it found it;
+    // otherwise the page's structure must still be the one the picture shows.
     const screenshot = await page.screenshot({ fullPage: true })
     assert.ok(screenshot.length > 0, 'the keys page renders to an image')
+    const structure = await keysPageStructure(page)
     if (process.env.UPDATE_SCREENSHOTS === '1') {
       mkdirSync(join(SCREENSHOT, '..'), { recursive: true })
       writeFileSync(SCREENSHOT, screenshot)
+      writeFileSync(SCREENSHOT_STRUCTURE, JSON.stringify(structure, null, 2) + '\n')
+    } else {
+      assert.ok(existsSync(SCREENSHOT_STRUCTURE), `${SCREENSHOT_STRUCTURE} is missing: ${UPDATE_HINT}`)
+      assert.deepEqual(structure, JSON.parse(readFileSync(SCREENSHOT_STRUCTURE, 'utf8')), `the keys page no longer looks like docs/portal-keys.png: ${UPDATE_HINT}`)
     }
 
     // Phone width: nothing wider than the screen.
@@ -206,6 +226,10 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     await page.getByText('Requests per day, as a table').click()
     assert.equal(await page.locator('#usage-table').isVisible(), true)
     assert.match(await page.locator('#usage-by-operation').innerText(), /createPet\s+0\s+1\s+0\s+1/)
+    // On a phone the chart scales down; its axis labels must stay readable, not shrink with it.
+    await page.setViewportSize({ width: 390, height: 844 })
+    const labelHeights = await page.locator('svg.usage-chart text.axis').evaluateAll((texts) => texts.map((text) => (text as unknown as { getBoundingClientRect: () => { height: number } }).getBoundingClientRect().height))
+    assert.ok(labelHeights.length > 0 && labelHeights.every((height) => height >= 10), `axis labels ${labelHeights.join(', ')} px tall at 390 px`)
     await page.setViewportSize({ width: 360, height: 740 })
     const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')
     assert.ok(overflow <= 0, `the key page scrolls sideways by ${overflow} px at 360 px`)
@@ -224,6 +248,11 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     assert.equal(await apiStatus(server.baseUrl, rolled), 200, 'the new key works')
     assert.equal(await apiStatus(server.baseUrl, key), 200, 'the old key works in its grace period')
     assert.equal((await createPet(server.baseUrl, rolled)).code, 'insufficient_scope', 'the new key has the same scopes')
+    // Reloading the page that showed the new key posts nothing again (post-redirect-get): no 409, and the secret is gone.
+    const reloaded = await page.reload()
+    assert.equal(reloaded?.status(), 200)
+    assert.equal(await page.locator('#new-key-value').count(), 0, 'the secret is shown once')
+    assert.match(await page.locator('p.message.notice').innerText(), /The key reporting was shown once/)
     await page.goto('/portal/keys')
     assert.match(await page.locator('table.keys').first().innerText(), /Rolled: replaced by reporting ask_[0-9A-Za-z]{8}…; stops working/)
 

@@ -83,10 +83,18 @@ export class PortalClient {
     return this.submit('/portal/login', '/portal/login', { email, password })
   }
 
-  /** Generates a key from the keys page (both scopes and no expiry unless told); returns the response and the secret it shows. */
-  async generateKey (label: string, fields: Readonly<Record<string, string | readonly string[]>> = {}): Promise<{ response: LightMyRequestResponse, key: string }> {
-    const response = await this.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label, ...fields })
-    assert.equal(response.statusCode, 201, response.body)
+  /** Follows the redirect after a generation or a roll to the page that shows the new key once. */
+  async showNewKey (posted: LightMyRequestResponse): Promise<{ response: LightMyRequestResponse, key: string }> {
+    assert.equal(posted.statusCode, 303, posted.body)
+    const location = String(posted.headers.location)
+    assert.match(location, /^\/portal\/keys\?created=key_[0-9A-Za-z]{16}$/)
+    const response = await this.get(location)
+    assert.equal(response.statusCode, 200, response.body)
     return { response, key: newKeyOf(response.body) }
+  }
+
+  /** Generates a key from the keys page (both scopes and no expiry unless told); returns the page that shows it and its secret. */
+  async generateKey (label: string, fields: Readonly<Record<string, string | readonly string[]>> = {}): Promise<{ response: LightMyRequestResponse, key: string }> {
+    return this.showNewKey(await this.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label, ...fields }))
   }
 }

@@ -16,7 +16,7 @@ import { createAccount } from '../../src/services/accounts.js'
 import { appendAuditEvent } from '../../src/services/audit-trail.js'
 import type { ApiKeyRow, Store } from '../../src/storage/store.js'
 import { buildTestApp, openTestStore, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
-import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, newKeyOf, PortalClient } from '../helpers/portal-client.js'
+import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient } from '../helpers/portal-client.js'
 import { startServer } from '../helpers/start-server.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
 
@@ -296,7 +296,7 @@ describe('developer portal: CSRF', () => {
 })
 
 describe('developer portal: keys', () => {
-  test('a generated key is shown once, with a warning and copy buttons, in a no-store 201 page, and works on the API at once', async (t) => {
+  test('a generated key is shown once, with a warning and copy buttons, on the no-store page the post redirects to, and works on the API at once', async (t) => {
     const { app, store, databaseUrl } = await buildTestApp(t)
     const browser = new PortalClient(app)
     await browser.signUp('frank@example.com', PASSWORD)
@@ -425,7 +425,7 @@ describe('developer portal: keys', () => {
     const token = csrfTokenOf(page.body.slice(page.body.indexOf('action="/portal/keys"')))
     const answers = await Promise.all(Array.from({ length: KEY_CHANGE_LIMIT.maxPerWindow }, async (_, index) => await browser.post('/portal/keys', { _csrf: token, ...DEFAULT_KEY_FIELDS, label: `burst ${index}` })))
     const statuses = answers.map((answer) => answer.statusCode)
-    assert.equal(statuses.filter((status) => status === 201).length, 20, statuses.join(' '))
+    assert.equal(statuses.filter((status) => status === 303).length, 20, statuses.join(' '))
     assert.equal(statuses.filter((status) => status === 400).length, KEY_CHANGE_LIMIT.maxPerWindow - 20, statuses.join(' '))
     const refused = answers.find((answer) => answer.statusCode === 400)
     assert.equal(messageOf(refused?.body ?? ''), `You have ${MAX_LIVE_KEYS} active keys, the most an account may have (a rolled key counts until its grace period ends). Revoke one you no longer use first.`)
@@ -446,7 +446,7 @@ describe('developer portal: keys', () => {
       for (let i = 0; i < count; i++) await store.loginAttempts.record([keyChangeSubject(change, account.id)], now, new Date(now.getTime() - KEY_CHANGE_LIMIT.windowMs))
     }
     await spend('generation', KEY_CHANGE_LIMIT.maxPerWindow - 2)
-    assert.equal((await browser.generateKey('last one')).response.statusCode, 201)
+    assert.equal((await browser.generateKey('last one')).response.statusCode, 200)
     const refused = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'one too many' })
     assert.equal(refused.statusCode, 429, refused.body)
     assert.match(String(refused.headers['retry-after']), /^\d+$/)
@@ -949,7 +949,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.match(messageOf(unknown.body), /^Unknown scope &quot;animals:delete&quot;: the scopes are animals:read, animals:write\.$/)
     const badExpiry = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'x', expires_in: 'forever' })
     assert.equal(badExpiry.statusCode, 400, badExpiry.body)
-    assert.match(messageOf(badExpiry.body), /^The expiry: &quot;forever&quot; is not a duration/)
+    assert.equal(messageOf(badExpiry.body), 'Choose when the key expires from the list the form offers: Never, In 7 days, In 30 days, In 90 days, In 1 year.')
     assert.deepEqual(await store.apiKeys.listByAccount(await accountIdOf(store, 'form@example.com')), [], 'no key was made')
 
     for (const [choice, days] of [['never', undefined], ['7d', 7], ['90d', 90], ['365d', 365]] as const) {
@@ -1018,14 +1018,12 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assertNoInlineCode(confirm.body, 'the roll confirmation')
 
     const before = Date.now()
-    const rolled = await browser.post(`/portal/keys/${old.id}/roll`, { _csrf: csrfTokenOf(confirm.body), grace: '1h' })
-    assert.equal(rolled.statusCode, 201, rolled.body)
+    const { response: rolled, key: newKey } = await browser.showNewKey(await browser.post(`/portal/keys/${old.id}/roll`, { _csrf: csrfTokenOf(confirm.body), grace: '1h' }))
     assert.equal(rolled.headers['cache-control'], 'no-store')
-    const newKey = newKeyOf(rolled.body)
     assert.notEqual(newKey, oldKey)
     assert.match(messageOf(rolled.body), /^The key ci was rolled: it keeps working until \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC, then the API refuses it\./)
     assert.match(rolled.body, /<h2 id="new-key-heading">Your new key &ldquo;ci&rdquo;<\/h2>/)
-    assert.match(rolled.body, /<dt>Replaces<\/dt><dd><code>ask_[0-9A-Za-z]{8}&hellip;<\/code>, which keeps working until <time[^>]*>[^<]+<\/time> \(in 1 hour\)<\/dd>/)
+    assert.match(rolled.body, /<dt>Replaces<\/dt><dd><code>ask_[0-9A-Za-z]{8}&hellip;<\/code>, which keeps working until <time[^>]*><span>[^<]+<\/span> <span>[^<]+<\/span><\/time> \(in 1 hour\)<\/dd>/)
 
     const [oldAfter, successor] = [await store.apiKeys.findById(old.id), (await store.apiKeys.listByAccount(old.accountId)).find((key) => key.id !== old.id)]
     assert.ok(oldAfter && successor)
@@ -1039,7 +1037,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     const list = await browser.get('/portal/keys')
     const oldRow = list.body.split('<tr').find((part) => part.includes(`<td data-label="Label"><a href="/portal/keys/${old.id}"`)) ?? ''
     assert.doesNotMatch(oldRow, /Expires soon|expiring/, 'a rolled key ending is no surprise to warn of')
-    assert.match(oldRow, new RegExp(`<span class="rolled">Rolled: replaced by <a href="/portal/keys/${successor.id}">ci <code>${successor.prefix}&hellip;</code></a>; stops working <time[^>]*>[^<]+</time> \\(in (59 minutes|1 hour)\\)</span>`))
+    assert.match(oldRow, new RegExp(`<span class="rolled">Rolled: replaced by <a href="/portal/keys/${successor.id}">ci <code>${successor.prefix}&hellip;</code></a>; stops working <time[^>]*><span>[^<]+</span> <span>[^<]+</span></time> \\(in (59 minutes|1 hour)\\)</span>`))
     assert.doesNotMatch(oldRow, /Roll&hellip;/, 'a rolled key is not rolled again')
     assert.match(oldRow, /Revoke&hellip;/, 'but it can be revoked before its grace ends')
     const again = await browser.get(`/portal/keys/${old.id}/roll`)
@@ -1047,17 +1045,60 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.match(messageOf(again.body), /has been rolled already.*Roll the key that replaced it instead/)
 
     // Grace 0: the key is refused at once, and listed as expired, rolled.
-    const now = await roll(browser, successor.id, '0')
-    assert.equal(now.statusCode, 201, now.body)
+    const { response: now, key: third } = await browser.showNewKey(await roll(browser, successor.id, '0'))
     assert.match(messageOf(now.body), /^The key ci was rolled: the API refuses it from now on\.$/)
-    const third = newKeyOf(now.body)
     await msUntilRefused(app, newKey, performance.now())
     assert.equal(await apiStatus(app, third), 200)
     const ended = (await browser.get('/portal/keys')).body.split('<tr').find((part) => part.includes(`<td data-label="Label"><a href="/portal/keys/${successor.id}"`)) ?? ''
-    assert.match(ended, /<td data-label="Status">Expired <time[^>]*>[^<]+<\/time>, rolled: replaced by <a href="\/portal\/keys\/key_[0-9A-Za-z]{16}">ci <code>ask_[0-9A-Za-z]{8}&hellip;<\/code><\/a><\/td>/)
+    assert.match(ended, /<td data-label="Status">Expired <time[^>]*><span>[^<]+<\/span> <span>[^<]+<\/span><\/time>, rolled: replaced by <a href="\/portal\/keys\/key_[0-9A-Za-z]{16}">ci <code>ask_[0-9A-Za-z]{8}&hellip;<\/code><\/a><\/td>/)
     const endedRoll = await browser.get(`/portal/keys/${successor.id}/roll`)
     assert.equal(endedRoll.statusCode, 409, endedRoll.body)
     assert.match(messageOf(endedRoll.body), /has expired: there is nothing to roll/)
+  })
+
+  test('generating and rolling redirect to the page that shows the secret once: reloading it posts nothing, shows no secret and says why', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('reload@example.com', PASSWORD)
+    const accountId = await accountIdOf(store, 'reload@example.com')
+    const posted = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'laptop' })
+    const cookie = [posted.headers['set-cookie']].flat().find((line) => String(line).startsWith('portal_new_key=')) ?? ''
+    assert.match(cookie, /^portal_new_key=[A-Za-z0-9_-]+; Max-Age=300; Path=\/portal; HttpOnly; SameSite=Lax$/)
+    const sealed = browser.cookies.get('portal_new_key') ?? ''
+    const { response: shown, key } = await browser.showNewKey(posted)
+    assert.equal(shown.headers['cache-control'], 'no-store')
+    assert.equal(sealed.includes(key) || Buffer.from(sealed, 'base64url').includes(key), false, 'the cookie does not carry the secret in clear')
+    assert.equal(browser.cookies.has('portal_new_key'), false, 'the page that shows the secret clears the cookie')
+
+    const reloaded = await browser.get(String(posted.headers.location))
+    assert.equal(reloaded.statusCode, 200, reloaded.body)
+    assert.equal(reloaded.body.includes(key), false, 'the secret is not shown again')
+    assert.equal(messageOf(reloaded.body), 'The key laptop was shown once, right after it was made, and cannot be shown again. If you did not copy it, revoke it and generate a new one.')
+    assert.equal((await store.apiKeys.listByAccount(accountId)).length, 1, 'one key, however often the page is reloaded')
+
+    const row = await onlyKey(store, 'reload@example.com', 'laptop')
+    const rolledPost = await roll(browser, row.id, '1h')
+    const { response: rolled, key: rolledKey } = await browser.showNewKey(rolledPost)
+    assert.match(messageOf(rolled.body), /^The key laptop was rolled: it keeps working until/)
+    assert.match(rolled.body, /<dt>Replaces<\/dt>/)
+    const again = await browser.get(String(rolledPost.headers.location))
+    assert.equal(again.statusCode, 200, 'a reload after a roll is no 409')
+    assert.equal(again.body.includes(rolledKey), false)
+    assert.match(messageOf(again.body), /^The key laptop was shown once/)
+    assert.equal((await store.apiKeys.listByAccount(accountId)).length, 2, 'rolled once')
+
+    // A cookie that does not open for this session (tampered, or sealed for another session) shows nothing.
+    const other = new PortalClient(app)
+    await other.signUp('other@example.com', PASSWORD)
+    const otherPosted = await other.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'theirs' })
+    const theirs = other.cookies.get('portal_new_key') ?? ''
+    for (const value of [theirs, `${theirs.slice(0, -2)}AA`, 'not-a-sealed-value']) {
+      browser.cookies.set('portal_new_key', value)
+      const page = await browser.get(String(rolledPost.headers.location))
+      assert.equal(page.statusCode, 200, page.body)
+      assert.doesNotMatch(page.body, /id="new-key-value"/, value)
+    }
+    assert.equal((await other.showNewKey(otherPosted)).response.statusCode, 200, 'their own page still shows their key')
   })
 
   test('rolling at the cap of live keys is refused with a clear message: a rolled key counts until its grace period ends', { timeout: 60_000 }, async (t) => {
@@ -1072,7 +1113,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     }
     const first = await onlyKey(store, 'full@example.com', 'first')
     // 99 live keys: the roll fits, and then the rolled key and its successor make 100.
-    assert.equal((await roll(browser, first.id, '24h')).statusCode, 201)
+    assert.equal((await roll(browser, first.id, '24h')).statusCode, 303)
     const successor = (await store.apiKeys.findById(first.id))?.rolledTo ?? ''
     const full = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'one more' })
     assert.equal(full.statusCode, 400, full.body)
@@ -1216,8 +1257,56 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.match(messageOf(refused.body), /^The duration must not contain control characters \(it contains U\+007F\)\.$/)
     const unknown = await roll(browser, row.id, 'a while')
     assert.equal(unknown.statusCode, 400, unknown.body)
-    assert.match(messageOf(unknown.body), /^The grace period: &quot;a while&quot; is not a duration/)
+    assert.equal(messageOf(unknown.body), 'Choose how long the old key keeps working from the list the form offers: None, 1 hour, 24 hours, 7 days.')
     assert.equal((await store.apiKeys.findById(row.id))?.rolledTo, null)
+  })
+
+  test('a tampered form is refused with 400: a field sent twice on every form, an expiry or a grace period the form does not offer; nothing changes', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('tamper@example.com', PASSWORD)
+    const accountId = await accountIdOf(store, 'tamper@example.com')
+    const twice = (response: LightMyRequestResponse, name: string, context: string): void => {
+      assert.equal(response.statusCode, 400, `${context}: ${response.body}`)
+      assert.equal(messageOf(response.body), `The form sent the field “${name}” more than once. Reload the page and send the form again.`, context)
+      assertPortalHeaders(response, context)
+    }
+    const keysPage = async (): Promise<string> => (await browser.get('/portal/keys')).body
+    // A key that never expires from a form whose expiry said 7 days, or a label picked from two.
+    twice(await browser.post('/portal/keys', { _csrf: csrfTokenOf(await keysPage()), ...DEFAULT_KEY_FIELDS, label: 'x', expires_in: ['7d', 'never'] }), 'expires_in', 'expiry twice')
+    twice(await browser.post('/portal/keys', { _csrf: csrfTokenOf(await keysPage()), ...DEFAULT_KEY_FIELDS, label: ['one', 'two'] }), 'label', 'label twice')
+    for (const expiry of ['1s', '3650d', '1h', '']) {
+      const refused = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: `expiry ${expiry}`, expires_in: expiry })
+      assert.equal(refused.statusCode, 400, `${expiry}: ${refused.body}`)
+      assert.equal(messageOf(refused.body), 'Choose when the key expires from the list the form offers: Never, In 7 days, In 30 days, In 90 days, In 1 year.', expiry)
+      assert.match(refused.body, /<option value="never" selected>/, 'the form comes back with an offered choice')
+    }
+    assert.deepEqual(await store.apiKeys.listByAccount(accountId), [], 'no key was made')
+
+    await browser.generateKey('kept')
+    const row = await onlyKey(store, 'tamper@example.com', 'kept')
+    const confirm = async (action: string): Promise<string> => csrfTokenOf((await browser.get(`/portal/keys/${row.id}/${action}`)).body)
+    for (const grace of ['3650d', '1m', '']) {
+      const refused = await browser.post(`/portal/keys/${row.id}/roll`, { _csrf: await confirm('roll'), grace })
+      assert.equal(refused.statusCode, 400, `${grace}: ${refused.body}`)
+      assert.equal(messageOf(refused.body), 'Choose how long the old key keeps working from the list the form offers: None, 1 hour, 24 hours, 7 days.', grace)
+      assert.match(refused.body, /<option value="24h" selected>/)
+    }
+    twice(await browser.post(`/portal/keys/${row.id}/roll`, { _csrf: await confirm('roll'), grace: ['7d', '0'] }), 'grace', 'grace twice')
+    twice(await browser.post(`/portal/keys/${row.id}/revoke`, { _csrf: [await confirm('revoke'), 'x'] }), '_csrf', 'revoke with two tokens')
+    const after = await store.apiKeys.findById(row.id)
+    assert.equal(after?.rolledTo, null, 'not rolled')
+    assert.equal(after?.live, true, 'not revoked')
+    twice(await browser.post('/portal/logout', { _csrf: [csrfTokenOf(await keysPage()), csrfTokenOf(await keysPage())] }), '_csrf', 'log-out with two tokens')
+    assert.equal((await browser.get('/portal/keys')).statusCode, 200, 'still logged in')
+
+    for (const path of ['/portal/login', '/portal/signup']) {
+      const other = new PortalClient(app, '192.0.2.77')
+      const token = csrfTokenOf((await other.get(path)).body)
+      twice(await other.post(path, { _csrf: token, email: ['tamper@example.com', 'other@example.com'], password: PASSWORD }), 'email', `${path} email twice`)
+      twice(await other.post(path, { _csrf: token, email: 'tamper@example.com', password: [PASSWORD, 'another long password'] }), 'password', `${path} password twice`)
+    }
+    assert.equal(await store.accounts.findByEmail('other@example.com'), undefined)
   })
 
   test("the events page shows the account's own events, newest first, with time, actor, address, key and detail; sign-up and log-ins are recorded, never a password", async (t) => {
@@ -1230,7 +1319,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.equal((await browser.logIn('audited@example.com', PASSWORD)).statusCode, 303)
     await browser.generateKey('audited key', { scopes: ['animals:read'] })
     const row = await onlyKey(store, 'audited@example.com', 'audited key')
-    assert.equal((await roll(browser, row.id, '0')).statusCode, 201)
+    assert.equal((await roll(browser, row.id, '0')).statusCode, 303)
     const successor = (await store.apiKeys.findById(row.id))?.rolledTo ?? ''
     const confirm = await browser.get(`/portal/keys/${successor}/revoke`)
     assert.equal((await browser.post(`/portal/keys/${successor}/revoke`, { _csrf: csrfTokenOf(confirm.body) })).statusCode, 303)
@@ -1247,9 +1336,17 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     const rowOf = (event: string): string => page.body.split('<tr').find((part) => part.startsWith(` data-event="${event}"`)) ?? ''
     assert.match(rowOf('login_failed'), /<td data-label="Event">Log-in failed<\/td>\s*<td data-label="By">Portal<\/td>\s*<td data-label="Address">198\.51\.100\.7<\/td>\s*<td data-label="Key"><\/td>\s*<td data-label="Detail">wrong password<\/td>/)
     assert.match(rowOf('login_succeeded'), /<td data-label="Event">Logged in<\/td>[\s\S]*192\.0\.2\.10/)
-    assert.match(rowOf('account_created'), /<td data-label="Time"><time datetime="[^"]+">\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC<\/time><\/td>\s*<td data-label="Event">Account created<\/td>\s*<td data-label="By">Portal<\/td>\s*<td data-label="Address">192\.0\.2\.10<\/td>/)
-    assert.match(rowOf('key_rolled'), new RegExp(`<a href="/portal/keys/${row.id}"><code>${row.id}</code></a></td>\\s*<td data-label="Detail">replaced by ${successor}; works until`))
+    assert.match(rowOf('account_created'), /<td data-label="Time"><time datetime="[^"]+"><span>\d{4}-\d{2}-\d{2}<\/span> <span>\d{2}:\d{2}:\d{2} UTC<\/span><\/time><\/td>\s*<td data-label="Event">Account created<\/td>\s*<td data-label="By">Portal<\/td>\s*<td data-label="Address">192\.0\.2\.10<\/td>/)
+    const successorRow = await store.apiKeys.findById(successor)
+    const named = (key: { id: string, prefix: string } | undefined): string => `<a href="/portal/keys/${key?.id ?? ''}">audited key <code>${key?.prefix ?? ''}&hellip;</code></a>`
+    const time = '<time datetime="[^"]+"><span>\\d{4}-\\d{2}-\\d{2}</span> <span>\\d{2}:\\d{2}:\\d{2} UTC</span></time>'
+    // Keys by label and prefix, as the keys page names them, and one time format, in the columns and in the details alike.
+    assert.match(rowOf('key_rolled'), new RegExp(`<td data-label="Key">${named(row)}</td>\\s*<td data-label="Detail">replaced by ${named(successorRow)}; works until ${time}</td>`))
+    assert.match(rowOf('key_revoked'), new RegExp(`<td data-label="Key">${named(successorRow)}</td>`))
     assert.match(rowOf('key_created'), /scopes animals:read; no expiry/)
+    const shownText = page.body.replace(/<[^>]*>/g, '')
+    assert.doesNotMatch(shownText, /key_[0-9A-Za-z]{16}/, 'no key is named by its id')
+    assert.doesNotMatch(shownText, /\d{4}-\d{2}-\d{2}T\d{2}:/, 'no time in another format')
     assert.equal(page.body.includes(PASSWORD) || page.body.includes('not the password at all'), false, 'no password in the events')
     assert.doesNotMatch(page.body, /bob@example|nobody@example/)
     const bobEvents = eventsOf((await bob.get('/portal/events')).body)
