@@ -116,64 +116,7 @@ function cliRunner (databaseUrl: string): Target['cli'] {
   }
 }
 
-,
-// ---------------------------------------------------------------------------------------
-// A browser on the portal: keeps its cookies, fills forms with their CSRF token, speaks from one address.
-
-interface Answer { status: number, headers: Headers, body: string }
-
-class Browser {
-  readonly cookies = new Map<string, string>()
-  constructor (private readonly baseUrl: string, readonly address: string) {}
-
-  private headers (extra: Record<string, string> = {}): Record<string, string> {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-    return { 'x-forwarded-for': this.address, ...(cookie === '' ? {} : { cookie }), ...extra }
-  }
-
-  private keep (response: Response): void {
-    for (const line of response.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';')
-      const name = pair.slice(0, pair.indexOf('='))
-      if (/;\s*Max-Age=0/i.test(line)) this.cookies.delete(name)
-      else this.cookies.set(name, pair.slice(name.length + 1))
-    }
-  }
-
-  async get (path: string): Promise<Answer> {
-    const response = await fetch(this.baseUrl + path, { headers: this.headers(), redirect: 'manual' })
-    this.keep(response)
-    return { status: response.status, headers: response.headers, body: await response.text() }
-  }
-
-  /** Posts the fields url-encoded; a field given as a list is sent once per value, as a tampered form may. */
-  async post (path: string, fields: Record<string, string | readonly string[]>, extra: Record<string, string> = {}): Promise<Answer> {
-    const body = new URLSearchParams()
-    for (const [name, value] of Object.entries(fields)) for (const item of typeof value === 'string' ? [value] : value) body.append(name, item)
-    const response = await fetch(this.baseUrl + path, {
-      method: 'POST',
-      headers: this.headers({ 'content-type': 'application/x-www-form-urlencoded', ...extra }),
-      body: body.toString(),
-      redirect: 'manual'
-    })
-    this.keep(response)
-    return { status: response.status, headers: response.headers, body: await response.text() }
-  }
-
-  /** The CSRF token of the page's form posting to `action` (the first form when none is named). */
-  async token (page: string, action?: string): Promise<string> {
-    const body = (await this.get(page)).body
-    const from = action === undefined ? 0 : Math.max(0, body.indexOf(`action="${action}"`))
-    return /<input type="hidden" name="_csrf" value="([^"]+)">/.exec(body.slice(from))?.[1] ?? ''
-  }
-
-  async submit (page: string, action: string, fields: Record<string, string | readonly string[]>): Promise<Answer> {
-    return this.post(action, { _csrf: await this.token(page, action), ...fields })
-  }
-}
-
-/** The message the portal shows on a page. */
-const messageOf = (body: string): string => /<p class="message [a-z]+" [^>]*>([^<]*)<\/p>/.exec(body)?.[1] ?? ''
+/** Whether the answer is one of the portal's HTML pages. */
 const isHtml = (answer: Answer): boolean => /^text\/html/.test(answer.headers.get('content-type') ?? '')
 const unique = (prefix: string): string => `${prefix}-${randomBytes(4).toString('hex')}@attack.example`
 /** A fresh block of client addresses for one case, so no case is throttled by another. */

@@ -32,11 +32,14 @@ export class Browser {
     return { status: response.status, headers: response.headers, body: await response.text() }
   }
 
-  async post (path: string, fields: Record<string, string>, extra: Record<string, string> = {}): Promise<Answer> {
+  /** Posts the fields url-encoded; a field given as a list is sent once per value, as a tampered form may. */
+  async post (path: string, fields: Record<string, string | readonly string[]>, extra: Record<string, string> = {}): Promise<Answer> {
+    const body = new URLSearchParams()
+    for (const [name, value] of Object.entries(fields)) for (const item of typeof value === 'string' ? [value] : value) body.append(name, item)
     const response = await fetch(this.baseUrl + path, {
       method: 'POST',
       headers: this.headers({ 'content-type': 'application/x-www-form-urlencoded', ...extra }),
-      body: new URLSearchParams(fields).toString(),
+      body: body.toString(),
       redirect: 'manual'
     })
     this.keep(response)
@@ -50,7 +53,7 @@ export class Browser {
     return /<input type="hidden" name="_csrf" value="([^"]+)">/.exec(body.slice(from))?.[1] ?? ''
   }
 
-  async submit (page: string, action: string, fields: Record<string, string>): Promise<Answer> {
+  async submit (page: string, action: string, fields: Record<string, string | readonly string[]>): Promise<Answer> {
     return this.post(action, { _csrf: await this.token(page, action), ...fields })
   }
 }
