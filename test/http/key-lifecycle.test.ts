@@ -1,7 +1,10 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import Database from 'better-sqlite3'
+import pg from 'pg'
 import { createApiKey, rollApiKey } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
+import { TEST_ENGINE } from '../helpers/build-app.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 const json = { 'content-type': 'application/json' }
@@ -14,6 +17,18 @@ async function keyWith (store: Store, terms: Parameters<typeof createApiKey>[1])
 
 async function call (server: TestServer, authorization: string, method: 'GET' | 'POST' | 'HEAD', path: string, body?: string): Promise<Response> {
   return await fetch(`${server.baseUrl}/v1${path}`, { method, headers: { authorization, ...(body !== undefined && json) }, body })
+}
+
+/** Runs one statement on the server's database through a connection of its own, as an operator at the console would. */
+async function onDatabase (server: TestServer, statement: string): Promise<void> {
+  if (TEST_ENGINE === 'sqlite') {
+    const db = new Database(server.dbPath)
+    try { db.exec(statement) } finally { db.close() }
+    return
+  }
+  const client = new pg.Client({ connectionString: server.databaseUrl })
+  await client.connect()
+  try { await client.query(statement) } finally { await client.end() }
 }
 
 /** Repeats the request until its status is `status`, for at most `withinMs`; returns how long it took. */
@@ -160,5 +175,19 @@ describe('usage and audit', () => {
     const [key] = await server.store.apiKeys.listByAccount((await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0)
     const counts = Object.fromEntries((await server.store.keyUsage.forKey(key?.id ?? '', new Date(Date.now() - 2 * 3_600_000))).map((row) => [`${row.operation} ${row.outcome}`, row.count]))
     assert.deepEqual(counts, { 'listPets 2xx': 2, 'listPets 4xx': 1 })
+  })
+
+  test('a keyed request that fails with a 5xx counts as 5xx, not 4xx', async (t) => {
+    const server = await startServer(t)
+    // The catalogue's table goes away under the running server: the key still verifies, the create fails.
+    await onDatabase(server, 'ALTER TABLE pets RENAME TO pets_elsewhere')
+    const response = await call(server, server.auth.authorization, 'POST', '/pets', PET)
+    const body = await response.json() as { code: string, status: number }
+    assert.ok(response.status >= 500, `a failing database is a 5xx: ${response.status} ${JSON.stringify(body)}`)
+    assert.equal(body.status, response.status)
+    await server.app.close()
+    const [key] = await server.store.apiKeys.listByAccount((await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0)
+    const counts = Object.fromEntries((await server.store.keyUsage.forKey(key?.id ?? '', new Date(Date.now() - 2 * 3_600_000))).map((row) => [`${row.operation} ${row.outcome}`, row.count]))
+    assert.deepEqual(counts, { 'createPet 5xx': 1 })
   })
 })
