@@ -2,9 +2,11 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import Database from 'better-sqlite3'
 import pg from 'pg'
+import { pino } from 'pino'
+import { loadConfig } from '../../src/config.js'
 import { createApiKey, rollApiKey } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
-import { TEST_ENGINE } from '../helpers/build-app.js'
+import { buildServedApp, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 const json = { 'content-type': 'application/json' }
@@ -189,5 +191,33 @@ describe('usage and audit', () => {
     const [key] = await server.store.apiKeys.listByAccount((await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0)
     const counts = Object.fromEntries((await server.store.keyUsage.forKey(key?.id ?? '', new Date(Date.now() - 2 * 3_600_000))).map((row) => [`${row.operation} ${row.outcome}`, row.count]))
     assert.deepEqual(counts, { 'createPet 5xx': 1 })
+  })
+
+  test('an expired key and a denied scope are each recorded once, however many instances refuse them how often', async (t) => {
+    const server = await startServer(t)
+    const other = await buildServedApp({ config: loadConfig(TEST_DEFAULTS), store: server.store, logger: pino({ level: 'silent' }) })
+    t.after(() => other.close())
+    const reader = await keyWith(server.store, { email: 'test@example.com', scopes: ['animals:read'] })
+    const expired = await keyWith(server.store, { email: 'test@example.com', expiresAt: new Date(Date.now() - 60_000) })
+    const hourBefore = Math.floor(Date.now() / 3_600_000)
+    const statuses: number[] = []
+    for (let round = 0; round < 3; round++) {
+      statuses.push((await call(server, reader.authorization, 'POST', '/pets', PET)).status, (await call(server, expired.authorization, 'GET', '/pets')).status)
+      for (const authorization of [reader.authorization, expired.authorization]) {
+        statuses.push((await other.inject({ method: authorization === reader.authorization ? 'POST' : 'GET', url: '/v1/pets', headers: { authorization, ...json }, payload: PET })).statusCode)
+      }
+    }
+    assert.deepEqual(statuses, Array.from({ length: 3 }, () => [403, 401, 403, 401]).flat())
+    // Each instance appends without waiting for the write, and remembers what it appended: wait for both, with a deadline.
+    const accountId = (await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0
+    const eventsOf = async (): Promise<string[]> => (await server.store.audit.page(accountId, { limit: 50 }))
+      .filter((event) => event.event === 'scope_denied' || event.event === 'key_expired').map((event) => `${event.event} ${event.keyId ?? ''}`)
+    const deadline = Date.now() + 10_000
+    while ((await eventsOf()).length < 2 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve))
+    await server.app.close()
+    await other.close()
+    // A scope denied is recorded once per key and hour: the run may straddle an hour.
+    const hours = new Set([hourBefore, Math.floor(Date.now() / 3_600_000)]).size
+    assert.deepEqual((await eventsOf()).sort(), [`key_expired ${expired.id}`, ...Array.from({ length: hours }, () => `scope_denied ${reader.id}`)])
   })
 })
