@@ -226,10 +226,7 @@ export interface operations {
                  * @example available
                  */
                 status?: "available" | "pending" | "sold";
-                /**
-                 * @description Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`.
-                 * @example MjA.tJ5kZ8Gm1fXc0Qv3pLr2Aw
-                 */
+                /** @description Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`. */
                 cursor?: string;
             };
             header?: never;

@@ -73,6 +73,22 @@ describe('createPet with Idempotency-Key', () => {
       assert.equal(await count(testApp), 1)
     })
 
+    test('returns 422 idempotency_key_reused when the key comes back with only the status changed, added or dropped', async (t) => {
+      const testApp = await buildTestApp(t)
+      const first = await create(testApp, '{"name":"Rex","categoryId":1,"status":"available"}', 'k')
+      assert.equal(first.status, 201, first.body)
+      for (const body of ['{"name":"Rex","categoryId":1,"status":"sold"}', '{"name":"Rex","categoryId":1}']) {
+        const reused = await create(testApp, body, 'k')
+        assert.equal(reused.status, 422, `${body}: ${reused.body}`)
+        assert.equal((JSON.parse(reused.body) as { code: string }).code, 'idempotency_key_reused')
+      }
+      const statusless = await create(testApp, '{"name":"Tom","categoryId":2}', 'k2')
+      assert.equal(statusless.status, 201, statusless.body)
+      const withStatus = await create(testApp, '{"name":"Tom","categoryId":2,"status":"pending"}', 'k2')
+      assert.equal(withStatus.status, 422, withStatus.body)
+      assert.equal(await count(testApp), 2)
+    })
+
     test('returns 409 idempotency_key_in_use while the first request with the key is in flight', async (t) => {
       const testApp = await buildTestApp(t)
       const account = await testApp.store.accounts.findByEmail('test@example.com')

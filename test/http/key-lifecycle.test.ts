@@ -1,7 +1,12 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import Database from 'better-sqlite3'
+import pg from 'pg'
+import { pino } from 'pino'
+import { loadConfig } from '../../src/config.js'
 import { createApiKey, rollApiKey } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
+import { buildServedApp, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 const json = { 'content-type': 'application/json' }
@@ -14,6 +19,18 @@ async function keyWith (store: Store, terms: Parameters<typeof createApiKey>[1])
 
 async function call (server: TestServer, authorization: string, method: 'GET' | 'POST' | 'HEAD', path: string, body?: string): Promise<Response> {
   return await fetch(`${server.baseUrl}/v1${path}`, { method, headers: { authorization, ...(body !== undefined && json) }, body })
+}
+
+/** Runs one statement on the server's database through a connection of its own, as an operator at the console would. */
+async function onDatabase (server: TestServer, statement: string): Promise<void> {
+  if (TEST_ENGINE === 'sqlite') {
+    const db = new Database(server.dbPath)
+    try { db.exec(statement) } finally { db.close() }
+    return
+  }
+  const client = new pg.Client({ connectionString: server.databaseUrl })
+  await client.connect()
+  try { await client.query(statement) } finally { await client.end() }
 }
 
 /** Repeats the request until its status is `status`, for at most `withinMs`; returns how long it took. */
@@ -160,5 +177,47 @@ describe('usage and audit', () => {
     const [key] = await server.store.apiKeys.listByAccount((await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0)
     const counts = Object.fromEntries((await server.store.keyUsage.forKey(key?.id ?? '', new Date(Date.now() - 2 * 3_600_000))).map((row) => [`${row.operation} ${row.outcome}`, row.count]))
     assert.deepEqual(counts, { 'listPets 2xx': 2, 'listPets 4xx': 1 })
+  })
+
+  test('a keyed request that fails with a 5xx counts as 5xx, not 4xx', async (t) => {
+    const server = await startServer(t)
+    // The catalogue's table goes away under the running server: the key still verifies, the create fails.
+    await onDatabase(server, 'ALTER TABLE pets RENAME TO pets_elsewhere')
+    const response = await call(server, server.auth.authorization, 'POST', '/pets', PET)
+    const body = await response.json() as { code: string, status: number }
+    assert.ok(response.status >= 500, `a failing database is a 5xx: ${response.status} ${JSON.stringify(body)}`)
+    assert.equal(body.status, response.status)
+    await server.app.close()
+    const [key] = await server.store.apiKeys.listByAccount((await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0)
+    const counts = Object.fromEntries((await server.store.keyUsage.forKey(key?.id ?? '', new Date(Date.now() - 2 * 3_600_000))).map((row) => [`${row.operation} ${row.outcome}`, row.count]))
+    assert.deepEqual(counts, { 'createPet 5xx': 1 })
+  })
+
+  test('an expired key and a denied scope are each recorded once, however many instances refuse them how often', async (t) => {
+    const server = await startServer(t)
+    const other = await buildServedApp({ config: loadConfig(TEST_DEFAULTS), store: server.store, logger: pino({ level: 'silent' }) })
+    t.after(() => other.close())
+    const reader = await keyWith(server.store, { email: 'test@example.com', scopes: ['animals:read'] })
+    const expired = await keyWith(server.store, { email: 'test@example.com', expiresAt: new Date(Date.now() - 60_000) })
+    const hourBefore = Math.floor(Date.now() / 3_600_000)
+    const statuses: number[] = []
+    for (let round = 0; round < 3; round++) {
+      statuses.push((await call(server, reader.authorization, 'POST', '/pets', PET)).status, (await call(server, expired.authorization, 'GET', '/pets')).status)
+      for (const authorization of [reader.authorization, expired.authorization]) {
+        statuses.push((await other.inject({ method: authorization === reader.authorization ? 'POST' : 'GET', url: '/v1/pets', headers: { authorization, ...json }, payload: PET })).statusCode)
+      }
+    }
+    assert.deepEqual(statuses, Array.from({ length: 3 }, () => [403, 401, 403, 401]).flat())
+    // Each instance appends without waiting for the write, and remembers what it appended: wait for both, with a deadline.
+    const accountId = (await server.store.accounts.findByEmail('test@example.com'))?.id ?? 0
+    const eventsOf = async (): Promise<string[]> => (await server.store.audit.page(accountId, { limit: 50 }))
+      .filter((event) => event.event === 'scope_denied' || event.event === 'key_expired').map((event) => `${event.event} ${event.keyId ?? ''}`)
+    const deadline = Date.now() + 10_000
+    while ((await eventsOf()).length < 2 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve))
+    await server.app.close()
+    await other.close()
+    // A scope denied is recorded once per key and hour: the run may straddle an hour.
+    const hours = new Set([hourBefore, Math.floor(Date.now() / 3_600_000)]).size
+    assert.deepEqual((await eventsOf()).sort(), [`key_expired ${expired.id}`, ...Array.from({ length: hours }, () => `scope_denied ${reader.id}`)])
   })
 })

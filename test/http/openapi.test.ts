@@ -240,14 +240,17 @@ describe('OpenAPI document', () => {
       }
     })
 
-    test('gives every parameter an example that its schema accepts', async (t) => {
+    test('gives every parameter an example that its schema accepts, but the cursor, which only this server can write', async (t) => {
       const { doc } = await fetchDocument(t)
       const { validatorAt, errorsText } = documentValidator(doc)
+      // The reference page fills each parameter with its example: a cursor signed by some other secret would be refused.
+      const withoutExample = new Set(['GET /pets parameter cursor'])
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const method of HTTP_METHODS) {
           for (const [index, parameter] of (item[method]?.parameters ?? []).entries()) {
             const where = `${method.toUpperCase()} ${path} parameter ${parameter.name}`
-            assert.ok('example' in parameter, `${where} has no example`)
+            assert.equal('example' in parameter, !withoutExample.has(where), `${where}: example ${JSON.stringify((parameter as { example?: unknown }).example)}`)
+            if (withoutExample.has(where)) continue
             const validate = validatorAt('paths', path, method, 'parameters', String(index), 'schema')
             assert.ok(validate, where)
             assert.ok(validate((parameter as { example?: unknown }).example), `${where}: ${errorsText(validate)}`)

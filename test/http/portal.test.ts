@@ -9,6 +9,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { pino } from 'pino'
 import { loggerOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { DEVICE_COOKIE_MAX_AGE_MS, newDeviceCookie } from '../../src/core/device-cookies.js'
 import { accountSubject, addressSubject, deviceSubject, LOGIN_THROTTLE, pairSubject, unknownDeviceLockMs } from '../../src/core/login-throttle.js'
 import { generateApiKey, KEY_CHANGE_LIMIT, keyChangeSubject, MAX_LIVE_KEYS, newKeyId } from '../../src/core/api-keys.js'
 import { hashSessionToken } from '../../src/core/sessions.js'
@@ -676,6 +677,27 @@ describe('developer portal: throttling', () => {
     const held = await withCookie(cookie).logIn('nora@example.com', PASSWORD)
     assert.equal(held.statusCode, 429)
     assert.match(messageOf(held.body), /^Too many failed log-ins from this browser\./)
+  })
+
+  test('a device cookie older than its Max-Age no longer lets its browser past the lock on the email; a younger one does', { timeout: 60_000 }, async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await knownBrowser(app, 'pia@example.com', '203.0.113.1')
+    for (let i = 0; i < LOGIN_THROTTLE.freeFailures; i++) {
+      await store.loginAttempts.recordUnlessLocked(accountSubject('pia@example.com'), new Date(), { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs })
+    }
+    // Cookies the service issued to her browsers long ago, under the secret every instance shares: a test cannot wait a year.
+    const secret = await store.setting('portal_device_secret', () => '')
+    assert.ok(secret.length > 0, 'the portal has made its secret')
+    const issued = (ageMs: number): PortalClient => {
+      const client = new PortalClient(app, '203.0.113.4')
+      client.cookies.set('portal_device', newDeviceCookie(secret, 'pia@example.com', new Date(Date.now() - ageMs)))
+      return client
+    }
+    const expired = await issued(DEVICE_COOKIE_MAX_AGE_MS + 60 * 60_000).logIn('pia@example.com', PASSWORD)
+    assert.equal(expired.statusCode, 429, `an expired cookie is an unknown browser: ${expired.body}`)
+    assert.match(messageOf(expired.body), /from browsers it has not logged in with before/)
+    const young = await issued(DEVICE_COOKIE_MAX_AGE_MS - 60 * 60_000).logIn('pia@example.com', PASSWORD)
+    assert.equal(young.statusCode, 303, `a cookie within its Max-Age still counts: ${young.body}`)
   })
 
   test('password checks are shared fairly: many concurrent log-ins from a few addresses get 429 beyond one each, and a newcomer is neither refused nor queued behind them', { timeout: 60_000 }, async (t) => {

@@ -89,10 +89,11 @@ const LimitSchema = Type.Integer({
 export const ListPetsQuerySchema = Type.Object({
   limit: Type.Optional(LimitSchema),
   status: Type.Optional(Type.Unsafe<PetStatus>({ type: 'string', enum: [...PET_STATUSES], description: 'Only animals with this status.', examples: ['available'] })),
+  // No example: a cursor is valid only as this server wrote it, and the API reference's "Try it out" fills each
+  // parameter with its example, so any example would make the first request from the page fail.
   cursor: Type.Optional(Type.String({
     minLength: 1,
-    description: 'Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`.',
-    examples: ['MjA.tJ5kZ8Gm1fXc0Qv3pLr2Aw']
+    description: 'Addition to the specification: the opaque position of the next page, taken from the `Link: rel="next"` header of the previous page. Must be used with the same `status`.'
   }))
 })
 export type ListPetsQuery = Static<typeof ListPetsQuerySchema>
