@@ -36,8 +36,8 @@ test('bearerTokenOf reads the scheme case-insensitively', () => {
 
 test('holdsKeyShape finds live and test keys, whole or cut short, in any case; redactKeyShapes removes all of each', () => {
   const { key } = generateApiKey()
-  for (const text of [key, `id-${key}`, key.slice(0, 12), 'ask_test_4f9Qz81mXc', 'ASK_abc']) assert.ok(holdsKeyShape(text), text)
-  for (const text of ['ask_', 'key_0123456789abcdef', 'b3c1a7d2-1f0e-4a57-9d3e-2f6a8c9b0e11', 'req-42']) assert.ok(!holdsKeyShape(text), text)
+  for (const text of [key, `id-${key}`, key.slice(0, 12), 'ask_test_4f9Qz81mXc', 'ASK_abcdefgh']) assert.ok(holdsKeyShape(text), text)
+  for (const text of ['ask_', 'key_0123456789abcdef', 'b3c1a7d2-1f0e-4a57-9d3e-2f6a8c9b0e11', 'req-42', 'task_1', 'task_12345678', 'ask_abc']) assert.ok(!holdsKeyShape(text), text)
   assert.equal(redactKeyShapes(`a=${key}&b=ask_test_4f9Qz81mXc-z`, '[r]'), 'a=[r]&b=[r]-z')
 })
 

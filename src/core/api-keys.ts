@@ -16,9 +16,11 @@ const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${RANDOM_LENGT
 const TEST_KEY_MARK = 'test_'
 /**
  * Text shaped like a key, live or test, well formed or not, in any case: loose on purpose, since a
- * truncated or mistyped key is still most of a secret, and logs must hold none (SECURITY.md).
+ * truncated or mistyped key is still most of a secret, and logs must hold none (SECURITY.md). It
+ * starts a word and holds at least as much as the displayed prefix does, so that an ordinary word
+ * ending in the prefix's letters (`task_1`) is not taken for one.
  */
-const KEY_SHAPED = new RegExp(`${API_KEY_PREFIX}(?:${TEST_KEY_MARK})?[0-9A-Za-z]+`, 'gi')
+const KEY_SHAPED = new RegExp(`(?<![0-9A-Za-z])${API_KEY_PREFIX}(?:${TEST_KEY_MARK})?[0-9A-Za-z]{${DISPLAY_PREFIX_LENGTH - API_KEY_PREFIX.length},}`, 'gi')
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
