@@ -232,7 +232,7 @@ const load = loadavg().map((value) => value.toFixed(2)).join(', ')
 const summary = `# Reliability results
 
 Written by \`npm run reliability\` (scripts/reliability.ts); run it again to refresh this file. \`npm test\` runs the
-same crash test with 10 trials and the fuzz tests with their default number of runs.
+same crash test with 3 trials of each kind and the fuzz tests with their default number of runs.
 
 - Date: ${new Date().toISOString()}
 - Command: \`npm run reliability\`
