@@ -23,6 +23,7 @@ import { join } from 'node:path'
 import { createAccount, createApiKey } from '../src/services/accounts.js'
 import { openPostgresStore } from '../src/storage/postgres/postgres-store.js'
 import { buildReplicatedPair, postgresServerBinaries, type PgServer } from '../test/helpers/pg-cluster.js'
+import { eventually } from '../test/helpers/eventually.js'
 import { median, startContender, stopContender, wrkWhileSampling, type Measurement } from './measure.js'
 import { machine, root } from './support.js'
 
@@ -41,13 +42,10 @@ const commits = async (server: PgServer): Promise<number> =>
 const METRICS_TOKEN = 'bench-replica-reads-metrics'
 
 async function waitForReplica (baseUrl: string): Promise<void> {
-  const deadline = Date.now() + 60_000
-  for (;;) {
+  await eventually(async () => {
     const ready = await (await fetch(`${baseUrl}/readyz`)).json() as { replicas?: Array<{ state: string }> }
-    if (ready.replicas?.[0]?.state === 'in use') return
-    if (Date.now() > deadline) throw new Error(`the replica is not in use: ${JSON.stringify(ready)}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+    if (ready.replicas?.[0]?.state !== 'in use') throw new Error(`the replica is not in use: ${JSON.stringify(ready)}`)
+  }, { timeout: 60_000, interval: 50 })
 }
 
 /** Catalogue reads that reached the store, by where they were answered (db_replica_reads_total); none without a replica. */

@@ -10,6 +10,7 @@ import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { createAccount, createApiKey } from '../src/services/accounts.js'
 import type { Store } from '../src/storage/store.js'
+import { eventually } from '../test/helpers/eventually.js'
 
 export const root = join(import.meta.dirname, '..')
 
@@ -44,15 +45,7 @@ export async function stop (child: ChildProcess): Promise<void> {
 
 /** Polls until the server answers: the bench is no test, and a started process logs nothing at warn level. */
 export async function waitForHttp (url: string): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    try {
-      await fetch(url + '/v1/openapi.json')
-      return
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  }
-  throw new Error(`${url} does not answer`)
+  await eventually(async () => await fetch(url + '/v1/openapi.json'), { timeout: 10_000, interval: 50 })
 }
 
 export interface WrkResult { rps: number, requests: number, p50: string, p99: string, non2xx: number, errors: number }

@@ -2,7 +2,7 @@
  * npm run reliability: the long trials that npm test only samples, with their figures
  * written to bench/results/reliability.md, beside the overload benchmark's.
  *   1. test/process/crash-durability.test.ts with CRASH_TRIALS=50 (SQLite and PostgreSQL);
- *   2. test/http/fuzz.test.ts with FUZZ_RUNS=50000, when the file exists;
+ *   2. the fuzz tests (test/http/fuzz-*.test.ts) with FUZZ_RUNS=50000 each, when they exist;
  *   3. bench/overload.ts, when the file exists;
  *   4. scripts/attack.ts: the outside attack replayed on both engines (0 cases may differ).
  * Each runs as a child process whose TAP (or printed) output is shown live and parsed.
@@ -10,14 +10,15 @@
  */
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, release, tmpdir, totalmem, type as osType } from 'node:os'
 import { join } from 'node:path'
 
 const root = join(import.meta.dirname, '..')
 const RESULTS = join(root, 'bench', 'results', 'reliability.md')
 const CRASH_TEST = 'test/process/crash-durability.test.ts'
-const FUZZ_TEST = 'test/http/fuzz.test.ts'
+/** The fuzz tests, one file per surface of the API (and the portal's forms). */
+const FUZZ_TESTS = readdirSync(join(root, 'test', 'http')).filter((file) => /^fuzz-.*\.test\.ts$/.test(file)).sort().map((file) => `test/http/${file}`)
 const OVERLOAD_BENCH = 'bench/overload.ts'
 const ATTACK = 'scripts/attack.ts'
 const CRASH_TRIALS = 50
@@ -40,7 +41,7 @@ async function run (name: string, args: string[], env: Record<string, string>): 
   return { command, code, signal, output, seconds: (performance.now() - startedAt) / 1000 }
 }
 
-const nodeTest = (file: string): string[] => ['--import', 'tsx', '--test', '--test-reporter=tap', file]
+const nodeTest = (...files: string[]): string[] => ['--import', 'tsx', '--test', '--test-reporter=tap', ...files]
 
 interface TestOutcome { name: string, status: 'passed' | 'failed' | 'skipped', details: string }
 
@@ -169,15 +170,16 @@ ${problems.length > 0 ? `\n### Failures\n\n${problems.join('\n\n')}\n` : ''}`)
 }
 
 // 2. Fuzz.
-if (existsSync(join(root, FUZZ_TEST))) {
-  const fuzz = await run('fuzz', nodeTest(FUZZ_TEST), { FUZZ_RUNS: String(FUZZ_RUNS) })
+if (FUZZ_TESTS.length > 0) {
+  const fuzz = await run('fuzz', nodeTest(...FUZZ_TESTS), { FUZZ_RUNS: String(FUZZ_RUNS) })
   const tests = outcomes(fuzz.output)
   const failed = tests.filter((test) => test.status === 'failed')
   if (fuzz.code !== 0) failures.push(`fuzz: exit ${fuzz.code ?? fuzz.signal}`)
   const notes = diagnostics(fuzz.output)
-  // The last count of requests printed is the total; runs per property are the fallback.
+  // Each file prints the requests it sent in all: their sum is the total; runs per property are the fallback.
   const counts = (pattern: RegExp): string[] => notes.map((line) => pattern.exec(line)?.[0]).filter((value): value is string => value !== undefined)
-  const requests = counts(/\d[\d,_]*\s+requests\b[^(]*/i).at(-1)?.trim() ?? counts(/\d[\d,_]*\s+runs\b/i).join(', ')
+  const sent = counts(/\d+(?= requests sent in all)/).map(Number)
+  const requests = sent.length > 0 ? `${sent.reduce((sum, count) => sum + count, 0)} requests sent in all` : counts(/\d[\d,_]*\s+runs\b/i).join(', ')
   const seed = notes.map((line) => /\bseed\b\s*[:=]?\s*(-?\d+)/i.exec(line)?.[1]).find((value) => value !== undefined) ??
     /\bseed\b\s*[:=]?\s*(-?\d+)/i.exec(fuzz.output)?.[1]
   sections.push(`## Fuzz
@@ -189,9 +191,9 @@ Command: \`${fuzz.command}\` (exit ${fuzz.code ?? fuzz.signal}, ${fuzz.seconds.t
 - Seed: ${seed ?? 'not printed'}
 ${notes.length > 0 ? `\nWhat the fuzz test printed:\n\n${fence(excerpt(notes.join('\n'), 30))}\n` : ''}${failed.map((test) => `\nFailed: ${test.name}\n\n${fence(failure(test.details))}\n`).join('')}`)
 } else {
-  console.log(`\n=== fuzz: skipped, ${FUZZ_TEST} does not exist`)
+  console.log('\n=== fuzz: skipped, no test/http/fuzz-*.test.ts exists')
   skipped.push('fuzz')
-  sections.push(`## Fuzz\n\nNot run: ${FUZZ_TEST} does not exist.\n`)
+  sections.push('## Fuzz\n\nNot run: no test/http/fuzz-*.test.ts exists.\n')
 }
 
 // 3. Overload benchmark: its own section, written by bench/overload.ts's printed summary.
@@ -230,7 +232,7 @@ const load = loadavg().map((value) => value.toFixed(2)).join(', ')
 const summary = `# Reliability results
 
 Written by \`npm run reliability\` (scripts/reliability.ts); run it again to refresh this file. \`npm test\` runs the
-same crash test with 10 trials and the fuzz test with its default number of runs.
+same crash test with 3 trials of each kind and the fuzz tests with their default number of runs.
 
 - Date: ${new Date().toISOString()}
 - Command: \`npm run reliability\`

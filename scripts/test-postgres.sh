@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the HTTP suites again on PostgreSQL. Without a reachable server the run is skipped
-# loudly, except under CI=true, where a missing PostgreSQL fails the build.
+# Runs the HTTP suites on PostgreSQL alone (npm test runs them too, beside the rest). Without a reachable
+# server the run is skipped loudly, except under CI=true, where a missing PostgreSQL fails the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 node --import tsx test/helpers/check-postgres.ts
@@ -13,4 +13,4 @@ if [ $status -ne 0 ]; then
   echo "*** SKIPPED: the HTTP suites on PostgreSQL (set TEST_POSTGRES_URL or start PostgreSQL to run them) ***" >&2
   exit 0
 fi
-TEST_ENGINE=postgres exec node --import tsx --test --test-concurrency=2 --test-timeout=600000 $(find test/http -name '*.test.ts' | sort)
+TEST_ENGINE=postgres exec node --import tsx --test --test-reporter=spec --test-concurrency=2 --test-timeout=600000 $(find test/http -name '*.test.ts' | sort)

@@ -11,7 +11,7 @@ import { MAX_PATH_SEGMENT_LENGTH, notFoundError, registerErrorHandler, registerN
 import { MAX_BODY_BYTES } from './http/json-body.js'
 import { PetReads } from './http/pet-reads.js'
 import { parserRefusals } from './http/parser-refusals.js'
-import { pipeline, requestListener, setUpPipeline } from './http/pipeline.js'
+import { pipeline, requestListener, setUpPipeline, type PipelineDeps, type Step } from './http/pipeline.js'
 import { describeApi, documentJson } from './http/plugins/openapi.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes } from './http/routes/health.js'
@@ -101,8 +101,22 @@ async function rateLimiterOf (config: Readonly<Config>, log: FastifyBaseLogger):
   return limiter
 }
 
-/** Builds the HTTP application around an open, migrated store; never listens. */
-export async function buildApp ({ config, store: rawStore, logger }: BuildAppOptions): Promise<FastifyInstance> {
+/** What the request's steps and the framework's routes share: built once, around an open, migrated store. */
+export interface AppServices {
+  config: Readonly<Config>
+  /** The store as the service uses it: every query timed for the metrics. */
+  store: Store
+  log: FastifyBaseLogger
+  metrics: Metrics
+  idempotencyKeys: IdempotencyKeys
+  /** The API's OpenAPI document, as the reference page serves it. */
+  document: unknown
+  /** What pipeline() builds the steps from. */
+  pipelineDeps: PipelineDeps
+}
+
+/** Builds the services around an open, migrated store: key verification, caches, the API's operations and document. */
+export async function appServices ({ config, store: rawStore, logger }: BuildAppOptions): Promise<AppServices> {
   const log = logger ?? pino(loggerOptions(config))
   const metrics = new Metrics(rawStore)
   const store = instrumentStore(rawStore, (operation, seconds) => metrics.databaseDuration.record(seconds, operation))
@@ -129,9 +143,24 @@ export async function buildApp ({ config, store: rawStore, logger }: BuildAppOpt
   ])
   const document = await describeApi(routes.operations, { publicBaseUrl: config.publicBaseUrl, stagingBaseUrl: config.stagingBaseUrl })
   documentText = documentJson(document)
+  const pipelineDeps = { config, verifier, audit, usage, limiter, metrics: config.metricsEnabled ? metrics : undefined, routes, log: log as Logger }
+  return { config, store, log, metrics, idempotencyKeys, document, pipelineDeps }
+}
 
+/** Builds the HTTP application around an open, migrated store; never listens. */
+export async function buildApp (options: BuildAppOptions): Promise<FastifyInstance> {
+  const services = await appServices(options)
   // Every request the server receives goes through these steps (http/pipeline.ts).
-  const steps = pipeline({ config, verifier, audit, usage, limiter, metrics: config.metricsEnabled ? metrics : undefined, routes, log: log as Logger })
+  return await serverOf(services, pipeline(services.pipelineDeps))
+}
+
+/**
+ * The server: a request listener that runs every request through `steps` (http/pipeline.ts), and
+ * the framework it hands what lies outside /v1, with the routes there. Never listens.
+ */
+export async function serverOf (services: AppServices, steps: readonly Step[]): Promise<FastifyInstance> {
+  const { config, store, log, metrics, idempotencyKeys, document } = services
+  const { verifier, usage, limiter, routes } = services.pipelineDeps
   const handleRequest = requestListener(steps, log as Logger)
 
   // What Node's HTTP parser refuses before the pipeline sees a request, and CONNECT.

@@ -9,6 +9,7 @@ import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store, UsageCount } from '../../src/storage/store.js'
 import { tempDir } from '../helpers/build-app.js'
+import { eventually, statusOf } from '../helpers/eventually.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 import { launchServer } from '../helpers/server-process.js'
 import { CLI_PATH, cliEnv, runCli, runNode, type CliResult, type KeyJson } from '../helpers/spawn-cli.js'
@@ -138,20 +139,6 @@ async function storeSaysLive (store: Store, key: string): Promise<boolean> {
   return (await store.apiKeys.findByHash(hashApiKey(key)))?.live === true
 }
 
-/** Polls the server until it answers `status` for the key, or fails after `deadlineMs`. */
-async function untilStatus (baseUrl: string, key: string, status: number, deadlineMs: number): Promise<void> {
-  const deadline = performance.now() + deadlineMs
-  let last: number | undefined
-  while (performance.now() < deadline) {
-    const response = await fetch(`${baseUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
-    await response.arrayBuffer()
-    last = response.status
-    if (last === status) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  assert.fail(`the server still answered ${last} instead of ${status} for the key ${deadlineMs} ms on`)
-}
-
 async function statusFor (baseUrl: string, key: string): Promise<number> {
   const response = await fetch(`${baseUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
   await response.arrayBuffer()
@@ -242,7 +229,7 @@ for (const engine of ENGINES) {
       assert.equal(await storeSaysLive(store, second.key), false, 'the store refuses the old key as soon as the command exits')
       const ended = await keyRow(env, second.key)
       assert.equal(ended.state, 'expired')
-      await untilStatus(baseUrl, second.key, 401, 15_000)
+      await eventually(async () => assert.equal(await statusOf(fetch(`${baseUrl}/v1/pets`, { headers: { authorization: `Bearer ${second.key}` } })), 401, 'the server refuses the key'), { timeout: 15_000, interval: 50 })
       assert.equal(await statusFor(baseUrl, third.key), 200)
       assert.equal(await statusFor(baseUrl, first.key), 200, 'the first key is still in its own grace period')
 

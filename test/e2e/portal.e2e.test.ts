@@ -4,6 +4,7 @@ import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { tempDir } from '../helpers/build-app.js'
+import { eventually } from '../helpers/eventually.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 /** Debian's chromium package: Playwright's own browser download does not work here. */
@@ -83,12 +84,12 @@ const alert = (page: Page) => page.locator('p.message.error')
 
 /** Runs the check until it returns true, reloading the page between tries; fails after the deadline. */
 async function reloadUntil (page: Page, what: string, deadlineMs: number, check: () => Promise<boolean>): Promise<void> {
-  const started = performance.now()
-  while (!await check()) {
-    if (performance.now() - started > deadlineMs) assert.fail(`${what}: not seen within ${deadlineMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 500))
-    await page.reload()
-  }
+  let first = true
+  await eventually(async () => {
+    if (!first) await page.reload()
+    first = false
+    assert.ok(await check(), `${what}: not seen`)
+  }, { timeout: deadlineMs, interval: 500 })
 }
 
 async function createPet (baseUrl: string, key: string): Promise<{ status: number, code: string | undefined }> {

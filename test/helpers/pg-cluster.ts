@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { promisify } from 'node:util'
 import pg from 'pg'
+import { eventually } from './eventually.js'
 
 const run = promisify(execFile)
 
@@ -137,11 +138,9 @@ export class PgServer {
 
   /** Polls a condition on this server until it holds (the server offers no event for it), for at most `ms`. */
   async waitFor (what: string, condition: () => Promise<boolean>, ms = 30_000): Promise<void> {
-    const deadline = Date.now() + ms
-    while (!await condition().catch(() => false)) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} on port ${this.port}; log:\n${this.log()}`)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
+    await eventually(async () => {
+      if (!await condition().catch(() => false)) throw new Error(`timed out waiting for ${what} on port ${this.port}; log:\n${this.log()}`)
+    }, { timeout: ms })
   }
 
   log (): string {

@@ -1,9 +1,11 @@
 import type { TestContext } from 'node:test'
+import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { loadConfig } from '../../src/config.js'
 import { openPostgresStore, type PostgresStoreOptions } from '../../src/storage/postgres/postgres-store.js'
 import type { ReplicationStats, Store } from '../../src/storage/store.js'
 import { TEST_DEFAULTS, buildServedApp } from './build-app.js'
+import { eventually } from './eventually.js'
 
 export interface Instance {
   store: Store
@@ -40,11 +42,7 @@ const statsOf = (store: Store): ReplicationStats => {
  * reported after the store first saw it. Writes on the primary meanwhile make that happen sooner.
  */
 export async function replicaInUse (store: Store, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (statsOf(store).replicas[0]?.state !== 'in use') {
-    if (Date.now() > deadline) throw new Error(`the replica is not in use: ${JSON.stringify(statsOf(store))}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  await eventually(() => assert.equal(statsOf(store).replicas[0]?.state, 'in use', `the replica is not in use: ${JSON.stringify(statsOf(store))}`), { timeout: ms })
 }
 
 export const replicaReads = (store: Store): ReplicationStats['replicaReads'] => statsOf(store).replicaReads

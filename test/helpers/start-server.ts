@@ -3,6 +3,7 @@ import type { Server } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import type { TestContext } from 'node:test'
 import { buildTestApp, type TestApp } from './build-app.js'
+import { eventually } from './eventually.js'
 
 export interface TestServer extends TestApp {
   /** http://127.0.0.1:PORT */
@@ -41,9 +42,5 @@ export async function openRawConnection (t: TestContext, baseUrl: string): Promi
  * announces; throws if that has not happened within 10 s.
  */
 export async function stoppedListening (server: Server): Promise<void> {
-  const deadline = Date.now() + 10_000
-  while (server.listening) {
-    if (Date.now() > deadline) throw new Error('the server still accepts connections 10 s after its close began')
-    await new Promise((resolve) => setImmediate(resolve))
-  }
+  await eventually(() => { if (server.listening) throw new Error('the server still accepts connections after its close began') }, { timeout: 10_000, interval: 0 })
 }

@@ -4,6 +4,7 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { logLineSink } from '../helpers/log-lines.js'
+import { eventually } from '../helpers/eventually.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 import { buildTestApp, METRICS_AUTH } from '../helpers/build-app.js'
 
@@ -19,12 +20,8 @@ async function rawConnection (server: TestServer): Promise<{ socket: Socket, rec
 }
 
 /** Resolves once the received text matches, or rejects after the deadline. */
-async function until (what: () => boolean, deadlineMs: number, socket: Socket): Promise<void> {
-  const deadline = Date.now() + deadlineMs
-  while (!what()) {
-    if (Date.now() > deadline) throw new Error('deadline passed')
-    await Promise.race([once(socket, 'data'), once(socket, 'close'), new Promise((resolve) => setTimeout(resolve, 50))])
-  }
+async function until (what: () => boolean, deadlineMs: number): Promise<void> {
+  await eventually(() => assert.ok(what(), 'the text received so far does not match'), { timeout: deadlineMs, interval: 10 })
 }
 
 describe('an unauthenticated upload', () => {
@@ -33,7 +30,7 @@ describe('an unauthenticated upload', () => {
     const { socket, received, closed } = await rawConnection(server)
     socket.write('POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n')
     socket.write(Buffer.alloc(16 * 1024, 0x20))
-    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    await until(() => /\r\n\r\n/.test(received()), 10_000)
     assert.match(received(), /^HTTP\/1\.1 401 /)
     assert.match(received(), /\r\nconnection: close\r\n/i)
     // The server ends the connection: the rest of the gigabyte is never needed.
@@ -45,14 +42,14 @@ describe('an unauthenticated upload', () => {
     const body = '{"name":"Rex","categoryId":1}'
     const anonymous = await rawConnection(server)
     anonymous.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`)
-    await until(() => /\r\n\r\n/.test(anonymous.received()), 10_000, anonymous.socket)
+    await until(() => /\r\n\r\n/.test(anonymous.received()), 10_000)
     assert.match(anonymous.received(), /^HTTP\/1\.1 401 /, 'no 100 Continue before the refusal')
 
     const keyed = await rawConnection(server)
     keyed.socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`)
-    await until(() => /^HTTP\/1\.1 100 Continue\r\n\r\n/.test(keyed.received()), 10_000, keyed.socket)
+    await until(() => /^HTTP\/1\.1 100 Continue\r\n\r\n/.test(keyed.received()), 10_000)
     keyed.socket.write(body)
-    await until(() => /HTTP\/1\.1 201 /.test(keyed.received()), 10_000, keyed.socket)
+    await until(() => /HTTP\/1\.1 201 /.test(keyed.received()), 10_000)
     keyed.socket.destroy()
   })
 
@@ -60,7 +57,7 @@ describe('an unauthenticated upload', () => {
     const server = await startServer(t)
     const { socket, received } = await rawConnection(server)
     socket.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n\r\n')
-    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    await until(() => /\r\n\r\n/.test(received()), 10_000)
     assert.match(received(), /^HTTP\/1\.1 401 /)
     assert.match(received(), /\r\nconnection: keep-alive\r\n/i)
     socket.destroy()
@@ -82,7 +79,7 @@ describe('a body nobody reads', () => {
       const { socket, received, closed } = await rawConnection(server)
       socket.write(`${request} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Length: 1000000000\r\n\r\n`)
       socket.write(Buffer.alloc(16 * 1024, 0x20))
-      await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+      await until(() => /\r\n\r\n/.test(received()), 10_000)
       assert.match(received(), /^HTTP\/1\.1 [2-5]\d\d /)
       assert.match(received(), /\r\nconnection: close\r\n/i)
       await closedWithin(closed, 10_000)
@@ -94,7 +91,7 @@ describe('a body nobody reads', () => {
     const { socket, received, closed } = await rawConnection(server)
     socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4000\r\n')
     socket.write(Buffer.alloc(16 * 1024, 0x20))
-    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    await until(() => /\r\n\r\n/.test(received()), 10_000)
     assert.match(received(), /^HTTP\/1\.1 200 /)
     assert.match(received(), /\r\nconnection: close\r\n/i)
     await closedWithin(closed, 10_000)
@@ -105,7 +102,7 @@ describe('a body nobody reads', () => {
     const { socket, received } = await rawConnection(server)
     const form = 'email=a%40example.com&password=x'
     socket.write(`POST /portal/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${form.length}\r\n\r\n${form}`)
-    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    await until(() => /\r\n\r\n/.test(received()), 10_000)
     assert.doesNotMatch(received().split('\r\n\r\n')[0] ?? '', /\r\nconnection: close/i)
     socket.destroy()
   })
@@ -173,8 +170,7 @@ describe('the logs', () => {
     await new Promise((resolve) => setTimeout(resolve, 0))
     socket.destroy()
     await answered
-    const deadline = Date.now() + 5000
-    while (!lines.some((line) => /went away/.test(String(line.msg))) && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve))
+    await eventually(() => assert.ok(lines.some((line) => /went away/.test(String(line.msg))), JSON.stringify(lines)), { timeout: 5000, interval: 0 })
     const serious = lines.filter((line) => Number(line.level) >= 50)
     assert.deepEqual(serious, [], 'nothing at error level')
     assert.ok(lines.every((line) => JSON.stringify(line).includes('"stack"') === false), JSON.stringify(lines))
@@ -264,10 +260,8 @@ describe('the access log\'s URL', () => {
       await closed
       assert.match(received(), /^HTTP\/1\.1 (200|400|404) /)
     }
-    const deadline = Date.now() + 5000
     const logged = (): string[] => lines.filter((line) => line.msg === 'request completed').map((line) => String(line.url))
-    while (logged().length < urls.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
-    assert.deepEqual(logged(), [...urls.slice(0, 2), '/v1/pets?q=[redacted]"'])
+    await eventually(() => assert.deepEqual(logged(), [...urls.slice(0, 2), '/v1/pets?q=[redacted]"']), { timeout: 5000, interval: 10 })
   })
 })
 
@@ -276,7 +270,7 @@ describe('small answers that should be stricter', () => {
     const server = await startServer(t)
     const { socket, received } = await rawConnection(server)
     socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nAuthorization: Bearer ask_other\r\n\r\n`)
-    await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+    await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000)
     assert.match(received(), /^HTTP\/1\.1 400 /)
     assert.match(received(), /"code":"invalid_request","message":"send one Authorization header, not several"/)
     socket.destroy()
@@ -294,7 +288,7 @@ describe('small answers that should be stricter', () => {
     const server = await startServer(t)
     const { socket, received } = await rawConnection(server)
     socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n`)
-    await until(() => /\r\n\r\n/.test(received()), 10_000, socket)
+    await until(() => /\r\n\r\n/.test(received()), 10_000)
     assert.match(received(), /^HTTP\/1\.1 (400|501) /)
     socket.destroy()
   })
@@ -304,7 +298,7 @@ describe('small answers that should be stricter', () => {
     for (const [path, auth] of [['/v1/pets', `Authorization: Bearer ${server.key}\r\n`], ['/portal/login', '']]) {
       const { socket, received, closed } = await rawConnection(server)
       socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n1d\r\n{"name":"Rex","categoryId":1}\r\n`)
-      await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+      await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000)
       assert.match(received(), /^HTTP\/1\.1 501 /, path)
       assert.match(received(), /\r\n\r\n\{"code":"not_implemented","message":"a Transfer-Encoding other than chunked is not implemented[^"]*","status":501\}$/, path)
       assert.match(received(), /\r\nconnection: close\r\n/i, path)
@@ -318,7 +312,7 @@ describe('small answers that should be stricter', () => {
     const server = await startServer(t)
     const { socket, received } = await rawConnection(server)
     socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: Chunked\r\n\r\n1d\r\n{"name":"Rex","categoryId":1}\r\n0\r\n\r\n`)
-    await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+    await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000)
     assert.match(received(), /^HTTP\/1\.1 201 /)
     socket.destroy()
   })
@@ -329,7 +323,7 @@ describe('small answers that should be stricter', () => {
     for (const [first, second] of [['application/json', 'text/plain'], ['text/plain', 'application/json']]) {
       const { socket, received } = await rawConnection(server)
       socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.key}\r\nContent-Type: ${first}\r\ncontent-type: ${second}\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
-      await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000, socket)
+      await until(() => /\r\n\r\n.*\}/s.test(received()), 10_000)
       assert.match(received(), /^HTTP\/1\.1 400 /, first)
       assert.match(received(), /"code":"invalid_request","message":"send one Content-Type header, not several"/, first)
       socket.destroy()

@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js'
 import { createApiKey, rollApiKey } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
 import { buildServedApp, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
+import { eventually, statusOf } from '../helpers/eventually.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 const json = { 'content-type': 'application/json' }
@@ -31,18 +32,6 @@ async function onDatabase (server: TestServer, statement: string): Promise<void>
   const client = new pg.Client({ connectionString: server.databaseUrl })
   await client.connect()
   try { await client.query(statement) } finally { await client.end() }
-}
-
-/** Repeats the request until its status is `status`, for at most `withinMs`; returns how long it took. */
-async function statusWithin (request: () => Promise<Response>, status: number, withinMs: number): Promise<number> {
-  const started = Date.now()
-  for (;;) {
-    const response = await request()
-    await response.arrayBuffer()
-    if (response.status === status) return Date.now() - started
-    assert.ok(Date.now() - started < withinMs, `still ${response.status} after ${withinMs} ms, not ${status}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
 }
 
 describe('scopes', () => {
@@ -93,8 +82,8 @@ describe('expiry', () => {
     const expiresAt = new Date(Date.now() + 1500)
     const expiring = await keyWith(server.store, { email: 'test@example.com', expiresAt })
     assert.equal((await call(server, expiring.authorization, 'GET', '/pets')).status, 200, 'it works before its expiry, and is remembered')
-    const waited = await statusWithin(async () => await call(server, expiring.authorization, 'GET', '/pets'), 401, 5000)
-    assert.ok(Date.now() >= expiresAt.getTime(), `refused ${waited} ms in, not before its expiry`)
+    await eventually(async () => assert.equal(await statusOf(call(server, expiring.authorization, 'GET', '/pets')), 401), { timeout: 5000 })
+    assert.ok(Date.now() >= expiresAt.getTime(), 'refused from its expiry, not before')
     const refused = await call(server, expiring.authorization, 'POST', '/pets', PET)
     assert.equal(refused.status, 401)
     assert.equal(refused.headers.get('www-authenticate'), 'Bearer realm="animal-store", error="invalid_token", error_description="the API key expired"')
@@ -102,13 +91,11 @@ describe('expiry', () => {
       `the API key expired at ${expiresAt.toISOString()}; create or roll a key in the developer portal`)
 
     const account = await server.store.accounts.findByEmail('test@example.com')
-    const deadline = Date.now() + 5000
-    let events = await server.store.audit.page(account?.id ?? 0, { limit: 50 })
-    while (!events.some((event) => event.event === 'key_expired')) {
-      assert.ok(Date.now() < deadline, 'the expiry is in the audit trail')
-      await new Promise((resolve) => setTimeout(resolve, 20))
-      events = await server.store.audit.page(account?.id ?? 0, { limit: 50 })
-    }
+    const events = await eventually(async () => {
+      const page = await server.store.audit.page(account?.id ?? 0, { limit: 50 })
+      assert.ok(page.some((event) => event.event === 'key_expired'), 'the expiry is in the audit trail')
+      return page
+    }, { timeout: 5000 })
     const expired = events.filter((event) => event.event === 'key_expired')
     assert.equal(expired.length, 1, 'recorded once however often the key is refused')
     assert.deepEqual({ actor: expired[0]?.actor, keyId: expired[0]?.keyId, address: expired[0]?.address }, { actor: 'api', keyId: expiring.id, address: '127.0.0.1' })
@@ -128,8 +115,7 @@ describe('rolling', () => {
     assert.equal((await call(server, old.authorization, 'GET', '/pets')).status, 200, 'the old key works during its grace period')
 
     const ended = await rollApiKey(server.store, withGrace.row.id, { graceMs: 0 })
-    const took = await statusWithin(async () => await call(server, successor, 'GET', '/pets'), 401, 1000)
-    assert.ok(took < 1000)
+    await eventually(async () => assert.equal(await statusOf(call(server, successor, 'GET', '/pets')), 401), { timeout: 1000 })
     assert.equal((await call(server, `Bearer ${ended.key}`, 'GET', '/pets')).status, 200)
   })
 })

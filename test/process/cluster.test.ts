@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { get } from 'node:http'
 import { tempDir } from '../helpers/build-app.js'
+import { eventually } from '../helpers/eventually.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 import { dbFile, launchServer, seedApiKey, type ServerHandle } from '../helpers/server-process.js'
 import { cliEnv, runCli } from '../helpers/spawn-cli.js'
@@ -28,17 +29,6 @@ async function startCluster (t: TestContext, env: Record<string, string>): Promi
 }
 
 const isListening = (entry: LogEntry): boolean => typeof entry.msg === 'string' && entry.msg.startsWith('Animal Store listening on ')
-
-/** Repeats `attempt` until it returns something other than undefined; fails after `ms`. */
-async function within<T> (ms: number, what: string, attempt: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const result = await attempt().catch(() => undefined)
-    if (result !== undefined) return result
-    assert.ok(Date.now() < deadline, `${what} within ${ms} ms`)
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-}
 
 /** A GET on a connection of its own (so the cluster hands it to the next worker in turn), with a request id of our choosing. */
 async function getOnNewConnection (url: string, key: string, requestId: string): Promise<number> {
@@ -106,19 +96,19 @@ describe('WEB_CONCURRENCY=2: one primary, two workers on one port', () => {
     const died = await server.waitForLog((entry) => entry.msg === 'worker died; starting a replacement')
     assert.equal(died.workerPid, victim)
     assert.equal(died.signal, 'SIGKILL')
-    await within(10_000, 'a request succeeds after the kill', async () =>
-      await getOnNewConnection(`${baseUrl}/v1/pets?limit=1`, key, randomUUID()) === 200 ? true : undefined)
+    await eventually(async () =>
+      assert.equal(await getOnNewConnection(`${baseUrl}/v1/pets?limit=1`, key, randomUUID()), 200, 'a request succeeds after the kill'), { timeout: 10_000, interval: 0 })
 
     const started = await server.waitForLog((entry) => entry.msg === 'worker started' && entry.workerPid !== victim && entry.workerPid !== survivor)
     const replacement = started.workerPid as number
     await server.waitForLog((entry) => isListening(entry) && entry.pid === replacement)
     // New connections go to the workers in turn: within a few, one reaches the replacement.
-    await within(10_000, 'the replacement answers a request', async () => {
+    await eventually(async () => {
       const requestId = randomUUID()
       assert.equal(await getOnNewConnection(`${baseUrl}/v1/pets?limit=1`, key, requestId), 200)
       const line = await server.waitForLog((entry) => entry.requestId === requestId)
-      return line.pid === replacement ? true : undefined
-    })
+      assert.equal(line.pid, replacement, 'the replacement answers a request')
+    }, { timeout: 10_000, interval: 0 })
     await stopCluster(server, [survivor, replacement])
   })
 

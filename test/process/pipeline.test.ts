@@ -1,88 +1,55 @@
-import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
-import { createInterface } from 'node:readline'
-import { tempDir } from '../helpers/build-app.js'
-import { dbFile, seedApiKey } from '../helpers/server-process.js'
+import { pino } from 'pino'
+import { appServices, serverOf } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { pipeline, type Step } from '../../src/http/pipeline.js'
+import { createTestKey, openTestStore, TEST_DEFAULTS } from '../helpers/build-app.js'
+import { eventually } from '../helpers/eventually.js'
 
-const ROOT = join(import.meta.dirname, '..', '..')
-const PIPELINE = join('src', 'http', 'pipeline.ts')
+/** A step that adds its name to the x-steps header as a request reaches it, and records each request it saw finish. */
+function probe (name: string, scope: Step['scope'], finished: Map<string, Set<string>>): Step {
+  const seen = new Set<string>()
+  finished.set(name, seen)
+  return {
+    name,
+    scope,
+    onRequest: (exchange) => { exchange.header('x-steps', name); return undefined },
+    onDone: (exchange) => { seen.add(exchange.id) }
+  }
+}
 
 /**
- * A copy of the service whose pipeline list got three more lines, one edit in one file, as
- * CONTRIBUTING.md says a step is added: a step for every request right after the request
+ * The service on a real socket, its steps the list pipeline() returns with three more lines in
+ * it, as CONTRIBUTING.md says a step is added: a step for every request right after the request
  * context, an api step right after authentication, and a step for every request right before the
- * handler. Each adds its name to a response header as the request reaches it, and logs a line
- * once the request is over.
+ * handler. The server is assembled from that list exactly as buildApp assembles it from pipeline()'s.
  */
-function serviceWithThreeMoreSteps (t: TestContext): string {
-  const dir = tempDir(t)
-  cpSync(join(ROOT, 'src'), join(dir, 'src'), { recursive: true })
-  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'))
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
-  const source = readFileSync(join(dir, PIPELINE), 'utf8')
-  const step = (name: string, scope: string): string =>
-    `{ name: '${name}', scope: '${scope}', onRequest: (exchange) => { exchange.header('x-steps', '${name}'); return undefined }, ` +
-    `onDone: (exchange) => { deps.log.info({ step: '${name}', requestId: exchange.id, statusCode: exchange.statusCode }, 'step ran') } },`
-  const edited = source
-    .replace(/^(\s*)requestContext\(\),$/m, (line, indent: string) => `${line}\n${indent}${step('first', 'every request')}`)
-    .replace(/^(\s*)authentication\([^)]*\),$/m, (line, indent: string) => `${line}\n${indent}${step('api', 'api')}`)
-    .replace(/^(\s*)handler\(\),$/m, (line, indent: string) => `${indent}${step('last', 'every request')}\n${line}`)
-  assert.equal(edited.split('\n').length, source.split('\n').length + 3, 'the pipeline list has the lines the test inserts beside')
-  writeFileSync(join(dir, PIPELINE), edited)
-  return dir
-}
-
-/** Log lines as they arrive, and a wait for a number of them. */
-class LogLines extends Array<Record<string, unknown>> {
-  private readonly waiters: Array<() => void> = []
-  add (line: Record<string, unknown>): void {
-    this.push(line)
-    for (const waiter of this.waiters.splice(0)) waiter()
+async function serveWithThreeMoreSteps (t: TestContext, finished: Map<string, Set<string>>): Promise<{ baseUrl: string, key: string }> {
+  const { store } = await openTestStore(t)
+  const services = await appServices({ config: loadConfig({ ...TEST_DEFAULTS }), store, logger: pino({ level: 'silent' }) })
+  const steps = pipeline(services.pipelineDeps)
+  const indexOf = (name: string): number => {
+    const index = steps.findIndex((step) => step.name === name)
+    assert.ok(index >= 0, `the pipeline has a step named ${name}`)
+    return index
   }
-
-  async whenCount (predicate: (line: Record<string, unknown>) => boolean, count: number): Promise<void> {
-    while (this.filter(predicate).length < count) await new Promise<void>((resolve) => this.waiters.push(resolve))
-  }
-}
-
-/** Serves the copy from its TypeScript sources; resolves with its base URL once it listens. `logs` collects its log lines. */
-async function serve (t: TestContext, dir: string, databaseUrl: string, logs: LogLines): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(dir, 'src', 'cli', 'main.ts'), 'serve'], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', METRICS_TOKEN: 'pipeline-test-token-0123456789' },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await once(child, 'exit')
-    }
-  })
-  let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  return await new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      try {
-        logs.add(JSON.parse(line) as Record<string, unknown>)
-      } catch {}
-      const address = /listening (?:at|on) (http:\/\/127\.0\.0\.1:\d+)/.exec(line)?.[1]
-      if (address !== undefined) resolve(address)
-    })
-    child.once('exit', (code) => reject(new Error(`the service exited with ${String(code)}: ${stderr}`)))
-  })
+  steps.splice(indexOf('request id and trace context') + 1, 0, probe('first', 'every request', finished))
+  steps.splice(indexOf('authentication') + 1, 0, probe('api', 'api', finished))
+  steps.splice(indexOf('handler'), 0, probe('last', 'every request', finished))
+  const app = await serverOf(services, steps)
+  t.after(() => app.close())
+  const key = await createTestKey(store)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const address = app.server.address()
+  if (address === null || typeof address === 'string') throw new Error('the server has no TCP address')
+  return { baseUrl: `http://127.0.0.1:${address.port}`, key }
 }
 
 describe('the request pipeline', () => {
-  test('a step added to the list in src/http/pipeline.ts runs for every route, in the order of the list: cached and uncached, answered or refused', { timeout: 60_000 }, async (t) => {
-    const dir = serviceWithThreeMoreSteps(t)
-    const dbPath = dbFile(tempDir(t))
-    const key = await seedApiKey(dbPath)
-    const logs = new LogLines()
-    const baseUrl = await serve(t, dir, `sqlite:${dbPath}`, logs)
+  test('a step added to the list pipeline() returns runs for every route, in the order of the list: cached and uncached, answered or refused', { timeout: 60_000 }, async (t) => {
+    const finished = new Map<string, Set<string>>()
+    const { baseUrl, key } = await serveWithThreeMoreSteps(t, finished)
     const answered = new Map<string, string>()
     const sent = async (method: string, path: string, init: RequestInit): Promise<Response> => {
       const response = await fetch(baseUrl + path, { ...init, method, redirect: 'manual' })
@@ -139,10 +106,9 @@ describe('the request pipeline', () => {
 
     // Both steps for every request finished every request, whichever step answered it, refusals included.
     for (const name of ['first', 'last']) {
-      const ran = (): Set<string> => new Set(logs.filter((line) => line.step === name).map((line) => String(line.requestId)))
-      // The lines follow the answers: they are written once each response is sent.
-      await Promise.race([logs.whenCount((line) => line.step === name, answered.size), new Promise((resolve) => setTimeout(resolve, 10_000))])
-      assert.deepEqual([...answered.keys()].filter((id) => !ran().has(id)).map((id) => answered.get(id)), [], name)
+      const ran = finished.get(name) ?? new Set()
+      // onDone follows the answer: it runs once each response is sent.
+      await eventually(() => assert.deepEqual([...answered.keys()].filter((id) => !ran.has(id)).map((id) => answered.get(id)), [], name), { timeout: 10_000 })
     }
   })
 })

@@ -18,6 +18,8 @@ interface Trial {
   unavailable: number
   /** From the SIGKILL to the first 201 after the promotion. */
   outageMs: number
+  /** Of the lost creates, those sent after the promotion: the new primary committed them itself. */
+  lostAfterPromotion: number
   /** From the promotion to the first 201 after it. */
   afterPromotionMs: number
   /** The longest any request waited for its answer. */
@@ -46,6 +48,7 @@ async function failoverTrial (t: TestContext, synchronous: boolean): Promise<Tri
   const baseUrl = await server.listening
 
   const acknowledged = new Map<number, string>()
+  const sentAfterPromotion = new Set<number>()
   const unexpected: string[] = []
   let unavailable = 0
   let killedAt = 0
@@ -72,6 +75,7 @@ async function failoverTrial (t: TestContext, synchronous: boolean): Promise<Tri
           acknowledged.set((JSON.parse(body) as { id: number }).id, name)
           if (acknowledged.size >= BEFORE) reachedBefore()
           if (promotedAt > 0 && sentAt > promotedAt) {
+            sentAfterPromotion.add((JSON.parse(body) as { id: number }).id)
             if (backAt === 0) backAt = Date.now()
             afterBack++
           }
@@ -102,14 +106,19 @@ async function failoverTrial (t: TestContext, synchronous: boolean): Promise<Tri
   const rows = await pair.standby.query<{ id: string, name: string }>('SELECT id, name FROM pets WHERE id = ANY($1::bigint[])', [[...acknowledged.keys()]])
   const kept = new Map(rows.map((row) => [Number(row.id), row.name]))
   let lost = 0
-  for (const [id, name] of acknowledged) if (kept.get(id) !== name) lost++
+  let lostAfterPromotion = 0
+  for (const [id, name] of acknowledged) {
+    if (kept.get(id) === name) continue
+    lost++
+    if (sentAfterPromotion.has(id)) lostAfterPromotion++
+  }
 
   const ready = await (await fetch(`${baseUrl}/readyz`)).json() as { primary: string, timeline: number }
   assert.equal(ready.primary, `127.0.0.1:${pair.standby.port}/postgres`, '/readyz names the promoted standby')
   assert.equal(ready.timeline, 2)
   await server.waitForLog((entry) => typeof entry.msg === 'string' && entry.msg.startsWith(`the PostgreSQL primary is now 127.0.0.1:${pair.standby.port}/postgres (timeline 2)`))
   if (!synchronous) await server.waitForLog((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('PostgreSQL replicates asynchronously'))
-  return { acknowledged, lost, unavailable, outageMs: backAt - killedAt, afterPromotionMs: backAt - promotedAt, slowestMs, standbyBehindBytes: Number(behind?.bytes ?? NaN) }
+  return { acknowledged, lost, lostAfterPromotion, unavailable, outageMs: backAt - killedAt, afterPromotionMs: backAt - promotedAt, slowestMs, standbyBehindBytes: Number(behind?.bytes ?? NaN) }
 }
 
 const describeTrial = (trial: Trial): string =>
@@ -125,12 +134,14 @@ describe('failover', () => {
     assert.equal(trial.lost, 0, 'no acknowledged create is lost')
   })
 
-  test('asynchronous replication: the same trial, measuring how many acknowledged creates are lost', { timeout: 180_000 }, async (t) => {
+  test('asynchronous replication: the same trial: a create sent after the promotion and answered 201 is never lost', { timeout: 180_000 }, async (t) => {
     const trial = await failoverTrial(t, false)
     if (trial === undefined) return
-    // A measurement, not a pass/fail figure: without a synchronous standby, the creates acknowledged in the
-    // moment before the SIGKILL may not have reached the standby. docs/replication.md gives the figures.
+    // Without a synchronous standby, the creates acknowledged in the moment before the SIGKILL may not have reached
+    // the standby: how many varies from run to run (docs/replication.md gives figures), so only what holds in every
+    // run is asserted. A create sent once the standby is promoted is committed there, so none of those is lost.
     t.diagnostic(describeTrial(trial))
+    assert.equal(trial.lostAfterPromotion, 0, 'no create sent after the promotion and answered 201 is lost')
   })
 
   test('after a failover, an animal read on the old primary is not answered from the cache: the new primary may have given its id to another', { timeout: 120_000 }, async (t) => {

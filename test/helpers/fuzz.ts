@@ -1,11 +1,10 @@
-import { describe, test, type TestContext } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import type { InjectOptions } from 'fastify'
 import { generateApiKey } from '../../src/core/api-keys.js'
-import { buildTestApp, TEST_ENGINE, type TestApp } from '../helpers/build-app.js'
-import { csrfTokenOf, PortalClient } from '../helpers/portal-client.js'
-import { deref, documentValidator, fetchOpenApiDocument, type DocumentValidator, type OpenApiDocument, type Schema } from '../helpers/openapi-validator.js'
+import { buildTestApp, TEST_ENGINE, type TestApp } from './build-app.js'
+import { deref, documentValidator, fetchOpenApiDocument, type DocumentValidator, type OpenApiDocument, type Schema } from './openapi-validator.js'
 
 /*
  * Fuzzing from the contract. Every request is generated from the OpenAPI document the
@@ -26,9 +25,9 @@ import { deref, documentValidator, fetchOpenApiDocument, type DocumentValidator,
 // Configuration
 
 /** At least 10,000 on SQLite; PostgreSQL commits every created animal durably, so its run is shorter. */
-const DEFAULT_TOTAL_RUNS = TEST_ENGINE === 'postgres' ? 5_000 : 10_000
+export const DEFAULT_TOTAL_RUNS = TEST_ENGINE === 'postgres' ? 5_000 : 10_000
 
-function integerFromEnv (name: string): number | undefined {
+export function integerFromEnv (name: string): number | undefined {
   const text = process.env[name]
   if (text === undefined || text.trim() === '') return undefined
   const value = Number(text)
@@ -36,30 +35,30 @@ function integerFromEnv (name: string): number | undefined {
   return value
 }
 
-const TOTAL_RUNS = integerFromEnv('FUZZ_RUNS') ?? DEFAULT_TOTAL_RUNS
-const SEED = integerFromEnv('FUZZ_SEED') ?? (Date.now() % 2_147_483_647)
-const REPLAY = `replay with FUZZ_SEED=${SEED}${process.env.FUZZ_RUNS ? ` FUZZ_RUNS=${TOTAL_RUNS}` : ''}${TEST_ENGINE === 'postgres' ? ' TEST_ENGINE=postgres' : ''}`
+export const TOTAL_RUNS = integerFromEnv('FUZZ_RUNS') ?? DEFAULT_TOTAL_RUNS
+export const SEED = integerFromEnv('FUZZ_SEED') ?? (Date.now() % 2_147_483_647)
+export const REPLAY = `replay with FUZZ_SEED=${SEED}${process.env.FUZZ_RUNS ? ` FUZZ_RUNS=${TOTAL_RUNS}` : ''}${TEST_ENGINE === 'postgres' ? ' TEST_ENGINE=postgres' : ''}`
 
 /** Share of TOTAL_RUNS each property generates. */
-const SHARES = { createPet: 0.32, contentType: 0.1, listPets: 0.2, getPet: 0.14, routing: 0.24 } as const
+export const SHARES = { createPet: 0.32, contentType: 0.1, listPets: 0.2, getPet: 0.14, routing: 0.24 } as const
 
-function runsOf (property: keyof typeof SHARES): number {
+export function runsOf (property: keyof typeof SHARES): number {
   return Math.max(20, Math.round(TOTAL_RUNS * SHARES[property]))
 }
 
-function seedOf (property: keyof typeof SHARES): number {
+export function seedOf (property: keyof typeof SHARES): number {
   return (SEED + Object.keys(SHARES).indexOf(property)) | 0
 }
 
 console.log(`fuzz: seed ${SEED}, ${TOTAL_RUNS} generated requests on ${TEST_ENGINE} (${REPLAY})`)
 
-const INT64_MIN = -(2n ** 63n)
-const INT64_MAX = 2n ** 63n - 1n
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
-const MAX_BODY_BYTES = 65_536
-const MAX_PARAM_LENGTH = 100
-const JSON_TYPE = /^application\/json(;|$)/
-const CODE_BY_STATUS: Record<number, string> = {
+export const INT64_MIN = -(2n ** 63n)
+export const INT64_MAX = 2n ** 63n - 1n
+export const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+export const MAX_BODY_BYTES = 65_536
+export const MAX_PARAM_LENGTH = 100
+export const JSON_TYPE = /^application\/json(;|$)/
+export const CODE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request',
   401: 'unauthorized',
   404: 'not_found',
@@ -68,17 +67,17 @@ const CODE_BY_STATUS: Record<number, string> = {
   415: 'unsupported_media_type',
   501: 'not_implemented'
 }
-const DEPRECATION = { deprecation: /^@\d+$/, sunset: /^Thu, 05 Dec 2030 00:00:00 GMT$/, link: /<\/v1\/pets>; rel="successor-version"/ }
+export const DEPRECATION = { deprecation: /^@\d+$/, sunset: /^Thu, 05 Dec 2030 00:00:00 GMT$/, link: /<\/v1\/pets>; rel="successor-version"/ }
 
 // ---------------------------------------------------------------------------------------
 // Object.prototype (and friends) must come out of the run as they went in.
 
 /** Keys the generated pollution payloads try to plant. */
-const POLLUTION_KEYS = ['polluted', 'isAdmin', 'injected', 'status', 'name']
+export const POLLUTION_KEYS = ['polluted', 'isAdmin', 'injected', 'status', 'name']
 
-type PrototypeSnapshot = Array<[string, Array<[string | symbol, unknown]>]>
+export type PrototypeSnapshot = Array<[string, Array<[string | symbol, unknown]>]>
 
-function snapshotPrototypes (): PrototypeSnapshot {
+export function snapshotPrototypes (): PrototypeSnapshot {
   const prototypes: Array<[string, object]> = [['Object', Object.prototype], ['Array', Array.prototype], ['Function', Function.prototype], ['String', String.prototype]]
   return prototypes.map(([name, prototype]) => [name, Reflect.ownKeys(prototype).map((key) => {
     const descriptor = Object.getOwnPropertyDescriptor(prototype, key)
@@ -86,9 +85,9 @@ function snapshotPrototypes (): PrototypeSnapshot {
   })])
 }
 
-const PROTOTYPES = snapshotPrototypes()
+export const PROTOTYPES = snapshotPrototypes()
 
-function assertPrototypesUnchanged (context: string): void {
+export function assertPrototypesUnchanged (context: string): void {
   const now = snapshotPrototypes()
   for (const [index, [name, entries]] of PROTOTYPES.entries()) {
     const current = now[index]?.[1] ?? []
@@ -105,18 +104,18 @@ function assertPrototypesUnchanged (context: string): void {
 // ---------------------------------------------------------------------------------------
 // JSON texts as trees that keep what JSON.parse loses: key order, repeated keys, number literals.
 
-type JValue =
+export type JValue =
   | { k: 'obj', entries: Array<[string, JValue]> }
   | { k: 'arr', items: JValue[] }
   | { k: 'str', v: string }
   | { k: 'num', text: string }
   | { k: 'lit', text: 'true' | 'false' | 'null' }
-type JObject = Extract<JValue, { k: 'obj' }>
+export type JObject = Extract<JValue, { k: 'obj' }>
 
 /** compact; with spaces; non-ASCII as \\u escapes; every character of every key as a \\u escape (`"\\u005f\\u005fproto..."`). */
-type Style = 'compact' | 'spaced' | 'escaped' | 'keys-escaped'
+export type Style = 'compact' | 'spaced' | 'escaped' | 'keys-escaped'
 
-function serialize (value: JValue, style: Style = 'compact'): string {
+export function serialize (value: JValue, style: Style = 'compact'): string {
   const space = style === 'spaced' ? ' ' : ''
   const string = (text: string): string => {
     const json = JSON.stringify(text)
@@ -131,14 +130,14 @@ function serialize (value: JValue, style: Style = 'compact'): string {
   }
 }
 
-function escapeAll (text: string): string {
+export function escapeAll (text: string): string {
   let out = ''
   for (let index = 0; index < text.length; index++) out += `\\u${text.charCodeAt(index).toString(16).padStart(4, '0')}`
   return `"${out}"`
 }
 
 /** Parses a text that JSON.parse accepted into a tree (no error handling needed). */
-function parseTree (text: string): JValue {
+export function parseTree (text: string): JValue {
   let at = 0
   const skip = (): void => { while (at < text.length && ' \t\n\r'.includes(text[at] ?? '')) at++ }
   const readString = (): string => {
@@ -192,7 +191,7 @@ function parseTree (text: string): JValue {
 }
 
 /** The exact value of a JSON number literal: an integer, a non-integer, or an integer far outside int64. */
-function exactInteger (literal: string): bigint | 'fraction' | 'huge' {
+export function exactInteger (literal: string): bigint | 'fraction' | 'huge' {
   const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal)
   assert.ok(match, `not a JSON number: ${literal}`)
   const fraction = match[3] ?? ''
@@ -207,22 +206,22 @@ function exactInteger (literal: string): bigint | 'fraction' | 'huge' {
   return (match[1] === '-' ? -1n : 1n) * BigInt(digits) * 10n ** BigInt(exponent)
 }
 
-const PLAIN_INTEGER = /^-?(0|[1-9]\d*)$/
+export const PLAIN_INTEGER = /^-?(0|[1-9]\d*)$/
 
 // ---------------------------------------------------------------------------------------
 // What the contract says about a createPet body
 
-interface ExpectedPet { name: string, categoryId: bigint, status?: string }
+export interface ExpectedPet { name: string, categoryId: bigint, status?: string }
 
-type BodyVerdict =
+export type BodyVerdict =
   | { status: 400, why: string }
   | { status: 201, pet: ExpectedPet }
   /** The contract allows a refusal (400) or an exact acceptance. */
   | { status: 'either', pet?: ExpectedPet, why: string }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true })
+export const utf8 = new TextDecoder('utf-8', { fatal: true })
 
-function bodyVerdict (bytes: Buffer, newPet: DocumentValidatorFn): BodyVerdict {
+export function bodyVerdict (bytes: Buffer, newPet: DocumentValidatorFn): BodyVerdict {
   if (bytes.length === 0) return { status: 400, why: 'empty body' }
   let text: string
   try {
@@ -261,14 +260,19 @@ function bodyVerdict (bytes: Buffer, newPet: DocumentValidatorFn): BodyVerdict {
   return { status: 201, pet }
 }
 
-type DocumentValidatorFn = (value: unknown) => boolean
+export type DocumentValidatorFn = (value: unknown) => boolean
 
 // ---------------------------------------------------------------------------------------
 // Harness: one application per property, every request counted and checked.
 
 let totalRequests = 0
 
-interface FuzzApp extends TestApp {
+/** Counts a request a fuzz test sent without send() (the portal's forms), for the file's total. */
+export function countRequest (): void {
+  totalRequests++
+}
+
+export interface FuzzApp extends TestApp {
   doc: OpenApiDocument
   validator: DocumentValidator
   /** 201 answers to POST /v1/pets: the store must hold exactly this many animals. */
@@ -280,15 +284,15 @@ interface FuzzApp extends TestApp {
  * Load shedding is off: its 503 answers the event loop of a busy test machine, not the
  * request, and the oracle allows no 5xx. Everything else is the default configuration.
  */
-const FUZZ_ENV = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
+export const FUZZ_ENV = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
 
-async function fuzzApp (t: TestContext): Promise<FuzzApp> {
+export async function fuzzApp (t: TestContext): Promise<FuzzApp> {
   const testApp = await buildTestApp(t, FUZZ_ENV)
   const doc = await fetchOpenApiDocument(testApp.app)
   return { ...testApp, doc, validator: documentValidator(doc), created: 0, requests: 1 }
 }
 
-interface Sent {
+export interface Sent {
   /** Which generator and mutation made the request, for failure messages and statistics. */
   label: string
   method: string
@@ -297,13 +301,13 @@ interface Sent {
   payload?: Buffer
 }
 
-interface Received {
+export interface Received {
   status: number
   headers: Record<string, string | string[] | number | undefined>
   body: string
 }
 
-function describeSent (sent: Sent, received?: Received): string {
+export function describeSent (sent: Sent, received?: Received): string {
   let payload = ''
   if (sent.payload !== undefined) {
     let text: string
@@ -318,7 +322,7 @@ function describeSent (sent: Sent, received?: Received): string {
   return `[${sent.label}] ${sent.method} ${sent.url.slice(0, 300)}\n  headers: ${JSON.stringify(sent.headers).slice(0, 400)}${payload}${answer}\n  (${REPLAY})`
 }
 
-async function send (fz: FuzzApp, sent: Sent): Promise<Received> {
+export async function send (fz: FuzzApp, sent: Sent): Promise<Received> {
   fz.requests++
   totalRequests++
   const response = await fz.app.inject({
@@ -333,22 +337,22 @@ async function send (fz: FuzzApp, sent: Sent): Promise<Received> {
   return received
 }
 
-async function storedAnimals (fz: FuzzApp): Promise<number> {
+export async function storedAnimals (fz: FuzzApp): Promise<number> {
   return (await fz.store.pets.listPage({ status: undefined, afterId: 0, limit: 1_000_000 })).pets.length
 }
 
-async function assertNothingElseCreated (fz: FuzzApp): Promise<void> {
+export async function assertNothingElseCreated (fz: FuzzApp): Promise<void> {
   assert.equal(await storedAnimals(fz), fz.created, `the store holds a different number of animals than the ${fz.created} answers 201: a refused request created one`)
 }
 
 /** How the contract routes a request. */
-type Route =
+export type Route =
   | { kind: 'operation', template: string, method: 'get' | 'post' }
   | { kind: 'not-found' }
   | { kind: 'other-method', template: string, allow: string[] }
   | { kind: 'options', template: string, allow: string[] }
 
-interface Expectation {
+export interface Expectation {
   route: Route
   /** Statuses the contract allows for this request (usually exactly one). */
   status: number[]
@@ -362,7 +366,7 @@ interface Expectation {
  * answers of the contract); application/json with a body that matches the documented
  * schema; the error shape and headers of the contract; then the exact expected status.
  */
-function checkResponse (fz: FuzzApp, sent: Sent, received: Received, expected: Expectation): void {
+export function checkResponse (fz: FuzzApp, sent: Sent, received: Received, expected: Expectation): void {
   const context = describeSent(sent, received)
   const { status } = received
   const head = sent.method === 'HEAD'
@@ -428,7 +432,7 @@ function checkResponse (fz: FuzzApp, sent: Sent, received: Received, expected: E
 // Shared generators
 
 /** How the Authorization header is sent, and what a 401 must say about it. */
-interface AuthCase {
+export interface AuthCase {
   label: string
   header: string | undefined
   valid: boolean
@@ -436,9 +440,9 @@ interface AuthCase {
   challenge: 'plain' | 'invalid_token' | 'any'
 }
 
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+export const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
-function authArbitrary (key: string, validWeight = 12): fc.Arbitrary<AuthCase> {
+export function authArbitrary (key: string, validWeight = 12): fc.Arbitrary<AuthCase> {
   const valid = (label: string, header: string): AuthCase => ({ label, header, valid: true, challenge: 'any' })
   const invalid = (label: string, header: string | undefined, challenge: AuthCase['challenge']): AuthCase => ({ label, header, valid: false, challenge })
   const mangled = fc.tuple(fc.integer({ min: 4, max: key.length - 1 }), fc.integer({ min: 1, max: 61 })).map(([at, shift]) => {
@@ -484,12 +488,12 @@ function authArbitrary (key: string, validWeight = 12): fc.Arbitrary<AuthCase> {
   )
 }
 
-function authHeaders (auth: AuthCase): Record<string, string> {
+export function authHeaders (auth: AuthCase): Record<string, string> {
   return auth.header === undefined ? {} : { authorization: auth.header }
 }
 
 /** Code points for strings: mostly ASCII, then every plane and the usual troublemakers. */
-const codePointArbitrary = fc.oneof(
+export const codePointArbitrary = fc.oneof(
   { weight: 8, arbitrary: fc.integer({ min: 0x20, max: 0x7e }) },
   { weight: 2, arbitrary: fc.integer({ min: 0x80, max: 0x7ff }) },
   { weight: 2, arbitrary: fc.integer({ min: 0x800, max: 0xffff }) },
@@ -501,17 +505,17 @@ const codePointArbitrary = fc.oneof(
   }
 )
 
-const unicodeString = (maxLength: number): fc.Arbitrary<string> => fc.array(codePointArbitrary, { maxLength }).map((points) => String.fromCodePoint(...points))
+export const unicodeString = (maxLength: number): fc.Arbitrary<string> => fc.array(codePointArbitrary, { maxLength }).map((points) => String.fromCodePoint(...points))
 
 /** Strings a percent-encoder must cope with: lone surrogates included. */
-const wildString = fc.oneof(
+export const wildString = fc.oneof(
   unicodeString(12),
   fc.string({ unit: 'binary', maxLength: 8 }),
   fc.string({ unit: 'grapheme-ascii', maxLength: 12 })
 )
 
 /** JSON number literals: ordinary, huge, tiny, at the int64 and 2^53 edges, and spelled oddly. */
-const numberLiteral: fc.Arbitrary<string> = fc.oneof(
+export const numberLiteral: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.bigInt({ min: INT64_MIN, max: INT64_MAX }).map(String) },
   { weight: 2, arbitrary: fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }).map(String) },
   { weight: 2, arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true }).map((value) => JSON.stringify(value)) },
@@ -534,19 +538,19 @@ const numberLiteral: fc.Arbitrary<string> = fc.oneof(
   }
 )
 
-const jsonKey = fc.oneof(
+export const jsonKey = fc.oneof(
   fc.constantFrom('name', 'categoryId', 'status', 'id', 'ID', 'Name', 'name ', 'categoryID', 'category_id', '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '', ' '),
   unicodeString(8)
 )
 
-const scalarJson: fc.Arbitrary<JValue> = fc.oneof(
+export const scalarJson: fc.Arbitrary<JValue> = fc.oneof(
   wildString.map((v): JValue => ({ k: 'str', v })),
   fc.constantFrom('5', '', ' ', 'available', 'AVAILABLE', 'true', 'null').map((v): JValue => ({ k: 'str', v })),
   numberLiteral.map((text): JValue => ({ k: 'num', text })),
   fc.constantFrom('true', 'false', 'null').map((text): JValue => ({ k: 'lit', text }))
 )
 
-const anyJson: fc.Arbitrary<JValue> = fc.letrec<{ value: JValue }>((tie) => ({
+export const anyJson: fc.Arbitrary<JValue> = fc.letrec<{ value: JValue }>((tie) => ({
   value: fc.oneof(
     { maxDepth: 3, depthIdentifier: 'json' },
     scalarJson,
@@ -559,7 +563,7 @@ const anyJson: fc.Arbitrary<JValue> = fc.letrec<{ value: JValue }>((tie) => ({
  * A payload that tries to reach Object.prototype: `__proto__` or `constructor.prototype`
  * holding a pollution key, nested at any depth in objects and arrays.
  */
-const pollutionJson: fc.Arbitrary<JValue> = fc.tuple(
+export const pollutionJson: fc.Arbitrary<JValue> = fc.tuple(
   fc.constantFrom('__proto__', 'constructor'),
   fc.constantFrom(...POLLUTION_KEYS),
   fc.array(fc.constantFrom('obj', 'arr'), { maxLength: 24 })
@@ -573,7 +577,7 @@ const pollutionJson: fc.Arbitrary<JValue> = fc.tuple(
 })
 
 /** Percent-encodes every UTF-8 byte of a string (lone surrogates as the bytes of U+FFFD would not do: as ED xx xx). */
-function percentEncodeAll (text: string, lower: boolean): string {
+export function percentEncodeAll (text: string, lower: boolean): string {
   let out = ''
   for (let index = 0; index < text.length; index++) {
     const unit = text.charCodeAt(index)
@@ -593,7 +597,7 @@ function percentEncodeAll (text: string, lower: boolean): string {
 }
 
 /** Encodes a URL component the ways clients do: minimally, every byte (either hex case), or with + for spaces. */
-function encodeComponent (text: string, style: 'minimal' | 'all' | 'all-lower' | 'plus'): string {
+export function encodeComponent (text: string, style: 'minimal' | 'all' | 'all-lower' | 'plus'): string {
   const minimal = (): string => {
     try {
       return encodeURIComponent(text)
@@ -609,19 +613,19 @@ function encodeComponent (text: string, style: 'minimal' | 'all' | 'all-lower' |
   }
 }
 
-const encodingStyle = fc.constantFrom<'minimal' | 'all' | 'all-lower' | 'plus'>('minimal', 'minimal', 'minimal', 'all', 'all-lower', 'plus')
+export const encodingStyle = fc.constantFrom<'minimal' | 'all' | 'all-lower' | 'plus'>('minimal', 'minimal', 'minimal', 'all', 'all-lower', 'plus')
 
 /** Byte sequences that are not UTF-8. */
-const INVALID_UTF8: number[][] = [[0xff], [0xfe], [0x80], [0xbf], [0xc0, 0xaf], [0xc1, 0xbf], [0xe0, 0x80, 0xaf], [0xed, 0xa0, 0x80], [0xed, 0xbf, 0xbf],
+export const INVALID_UTF8: number[][] = [[0xff], [0xfe], [0x80], [0xbf], [0xc0, 0xaf], [0xc1, 0xbf], [0xe0, 0x80, 0xaf], [0xed, 0xa0, 0x80], [0xed, 0xbf, 0xbf],
   [0xf4, 0x90, 0x80, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xc3], [0xe2, 0x82], [0xf0, 0x9f, 0x90], [0xc3, 0x28], [0xe9]]
 
 /** Malformed percent-encodings. */
-const BAD_ESCAPES = ['%', '%Z', '%ZZ', '%G0', '%C3', '%C0%AF', '%ED%A0%80', '%FF', '%E2%82', '%F4%90%80%80', '%%']
+export const BAD_ESCAPES = ['%', '%Z', '%ZZ', '%G0', '%C3', '%C0%AF', '%ED%A0%80', '%FF', '%E2%82', '%F4%90%80%80', '%%']
 
 /** The Content-Type family: what each header makes of a request body, as observed and as the contract allows. */
-interface ContentTypeCase { label: string, header: string | string[] | undefined, json: boolean }
+export interface ContentTypeCase { label: string, header: string | string[] | undefined, json: boolean }
 
-const CONTENT_TYPES: ContentTypeCase[] = [
+export const CONTENT_TYPES: ContentTypeCase[] = [
   { label: 'application/json', header: 'application/json', json: true },
   // Optional whitespace around a field value is not part of it (RFC 9110 5.5); Node strips it on a real socket.
   { label: 'trailing tab', header: 'application/json\t', json: true },
@@ -662,9 +666,9 @@ const CONTENT_TYPES: ContentTypeCase[] = [
   { label: 'type without subtype', header: 'application', json: false }
 ]
 
-interface ContentEncodingCase { label: string, header: string | string[] | undefined, identity: boolean }
+export interface ContentEncodingCase { label: string, header: string | string[] | undefined, identity: boolean }
 
-const CONTENT_ENCODINGS: ContentEncodingCase[] = [
+export const CONTENT_ENCODINGS: ContentEncodingCase[] = [
   { label: 'no Content-Encoding', header: undefined, identity: true },
   { label: 'identity', header: 'identity', identity: true },
   { label: 'IDENTITY', header: 'IDENTITY', identity: true },
@@ -685,7 +689,7 @@ const CONTENT_ENCODINGS: ContentEncodingCase[] = [
 // Generators derived from the document
 
 /** Valid values of a schema of the document: objects, strings (length, pattern, enum), int64 integers. */
-function valueArbitrary (doc: OpenApiDocument, schemaOrRef: Schema): fc.Arbitrary<JValue> {
+export function valueArbitrary (doc: OpenApiDocument, schemaOrRef: Schema): fc.Arbitrary<JValue> {
   const schema = deref(doc, schemaOrRef)
   if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as string[])).map((v): JValue => ({ k: 'str', v }))
   if (schema.type === 'object') return objectArbitrary(doc, schema)
@@ -707,7 +711,7 @@ function valueArbitrary (doc: OpenApiDocument, schemaOrRef: Schema): fc.Arbitrar
 }
 
 /** Valid strings of a string schema: minLength..maxLength code points, each allowed by the pattern. */
-function stringArbitrary (schema: Schema): fc.Arbitrary<string> {
+export function stringArbitrary (schema: Schema): fc.Arbitrary<string> {
   const min = typeof schema.minLength === 'number' ? schema.minLength : 0
   const max = typeof schema.maxLength === 'number' ? schema.maxLength : 64
   let point = codePointArbitrary
@@ -726,7 +730,7 @@ function stringArbitrary (schema: Schema): fc.Arbitrary<string> {
 }
 
 /** Valid objects: every required property, any subset of the optional ones, in any order. */
-function objectArbitrary (doc: OpenApiDocument, schemaOrRef: Schema): fc.Arbitrary<JObject> {
+export function objectArbitrary (doc: OpenApiDocument, schemaOrRef: Schema): fc.Arbitrary<JObject> {
   const schema = deref(doc, schemaOrRef)
   const properties = Object.entries((schema.properties ?? {}) as Record<string, Schema>)
   const required = new Set((schema.required ?? []) as string[])
@@ -740,20 +744,20 @@ function objectArbitrary (doc: OpenApiDocument, schemaOrRef: Schema): fc.Arbitra
   })
 }
 
-interface BodyCase { label: string, bytes: Buffer }
+export interface BodyCase { label: string, bytes: Buffer }
 
-function withEntry (base: JObject, at: number, entry: [string, JValue]): JObject {
+export function withEntry (base: JObject, at: number, entry: [string, JValue]): JObject {
   const entries = [...base.entries]
   entries.splice(at % (entries.length + 1), 0, entry)
   return { k: 'obj', entries }
 }
 
-function replaceEntry (base: JObject, key: string, value: JValue): JObject {
+export function replaceEntry (base: JObject, key: string, value: JValue): JObject {
   return { k: 'obj', entries: base.entries.map(([name, item]): [string, JValue] => [name, name === key ? value : item]) }
 }
 
 /** Bodies for POST /pets: valid NewPet objects from the document, and mutations of them at the tree, text and byte levels. */
-function createBodyArbitrary (doc: OpenApiDocument, newPetSchema: Schema): fc.Arbitrary<BodyCase> {
+export function createBodyArbitrary (doc: OpenApiDocument, newPetSchema: Schema): fc.Arbitrary<BodyCase> {
   const valid = objectArbitrary(doc, newPetSchema)
   const schema = deref(doc, newPetSchema)
   const properties = Object.keys((schema.properties ?? {}) as Record<string, unknown>)
@@ -842,20 +846,20 @@ function createBodyArbitrary (doc: OpenApiDocument, newPetSchema: Schema): fc.Ar
 // ---------------------------------------------------------------------------------------
 // createPet
 
-function newPetSchemaOf (doc: OpenApiDocument): Schema {
+export function newPetSchemaOf (doc: OpenApiDocument): Schema {
   const schema = doc.paths['/pets']?.post?.requestBody?.content['application/json']?.schema
   assert.ok(schema, 'the document gives no application/json request body for POST /pets')
   return schema
 }
 
-interface CreateCase {
+export interface CreateCase {
   body: BodyCase
   auth: AuthCase
   contentType: ContentTypeCase
   contentEncoding: ContentEncodingCase
 }
 
-function createSent (contentCase: CreateCase): Sent {
+export function createSent (contentCase: CreateCase): Sent {
   const headers: Record<string, string | string[]> = { ...authHeaders(contentCase.auth) }
   if (contentCase.contentType.header !== undefined) headers['content-type'] = contentCase.contentType.header
   if (contentCase.contentEncoding.header !== undefined) headers['content-encoding'] = contentCase.contentEncoding.header
@@ -866,7 +870,7 @@ function createSent (contentCase: CreateCase): Sent {
 }
 
 /** The statuses the contract allows: 401 first, then 415 (encoding, media type), 413 (size), 400 (body), 201. */
-function expectCreate (contentCase: CreateCase, verdict: BodyVerdict): Expectation {
+export function expectCreate (contentCase: CreateCase, verdict: BodyVerdict): Expectation {
   const route: Route = { kind: 'operation', template: '/pets', method: 'post' }
   const expectation = (status: number[]): Expectation => ({ route, status, authenticated: true, auth: contentCase.auth })
   if (!contentCase.auth.valid) return expectation([401])
@@ -881,7 +885,7 @@ function expectCreate (contentCase: CreateCase, verdict: BodyVerdict): Expectati
   return expectation([verdict.status])
 }
 
-function readPet (text: string): { id: string, name: string, categoryId: string, status?: string, keys: string[] } {
+export function readPet (text: string): { id: string, name: string, categoryId: string, status?: string, keys: string[] } {
   const tree = parseTree(text)
   assert.equal(tree.k, 'obj', text)
   const fields = new Map((tree as JObject).entries)
@@ -896,7 +900,7 @@ function readPet (text: string): { id: string, name: string, categoryId: string,
 }
 
 /** The created animal reads back exactly as sent: from the 201 body and from GET /v1/pets/{id}. */
-async function assertRoundTrip (fz: FuzzApp, sent: Sent, created: Received, pet: ExpectedPet): Promise<void> {
+export async function assertRoundTrip (fz: FuzzApp, sent: Sent, created: Received, pet: ExpectedPet): Promise<void> {
   const check = (text: string, where: string): string => {
     const read = readPet(text)
     const context = `${where}: ${text}\n${describeSent(sent)}`
@@ -914,7 +918,7 @@ async function assertRoundTrip (fz: FuzzApp, sent: Sent, created: Received, pet:
   check(fetched.body, `GET /v1/pets/${id}`)
 }
 
-async function runCreateCase (fz: FuzzApp, contentCase: CreateCase, newPet: DocumentValidatorFn): Promise<void> {
+export async function runCreateCase (fz: FuzzApp, contentCase: CreateCase, newPet: DocumentValidatorFn): Promise<void> {
   const verdict = bodyVerdict(contentCase.body.bytes, newPet)
   const sent = createSent(contentCase)
   const received = await send(fz, sent)
@@ -932,9 +936,9 @@ async function runCreateCase (fz: FuzzApp, contentCase: CreateCase, newPet: Docu
 // ---------------------------------------------------------------------------------------
 // listPets and getPet: a catalogue the model knows animal by animal
 
-interface StoredPet { id: number, name: string, categoryId: bigint, status?: string }
+export interface StoredPet { id: number, name: string, categoryId: bigint, status?: string }
 
-interface Catalogue {
+export interface Catalogue {
   pets: StoredPet[]
   /** Every cursor the service issued, with the position it stands for. */
   cursors: Map<string, { afterId: number, status: string | undefined }>
@@ -945,11 +949,11 @@ interface Catalogue {
   statuses: string[]
 }
 
-const SEED_NAMES = ['Rex', 'Tom', '   ', 'Zoë', '🐕 Fido', 'a\u0085b', 'Ünïcödé', 'x'.repeat(200), '名前', '\u202eevil', '"quoted"', 'back\\slash', '\u2028line', 'e\u0301']
-const SEED_CATEGORIES = [1n, 0n, -1n, 42n, MAX_SAFE + 2n, INT64_MAX, INT64_MIN, 7n]
+export const SEED_NAMES = ['Rex', 'Tom', '   ', 'Zoë', '🐕 Fido', 'a\u0085b', 'Ünïcödé', 'x'.repeat(200), '名前', '\u202eevil', '"quoted"', 'back\\slash', '\u2028line', 'e\u0301']
+export const SEED_CATEGORIES = [1n, 0n, -1n, 42n, MAX_SAFE + 2n, INT64_MAX, INT64_MIN, 7n]
 
 /** Adds `count` animals through the API and returns them as stored. */
-async function seedCatalogue (fz: FuzzApp, count: number, statuses: string[]): Promise<StoredPet[]> {
+export async function seedCatalogue (fz: FuzzApp, count: number, statuses: string[]): Promise<StoredPet[]> {
   const pets: StoredPet[] = []
   for (let index = 0; index < count; index++) {
     const status = index % (statuses.length + 1) === statuses.length ? undefined : statuses[index % (statuses.length + 1)]
@@ -969,7 +973,7 @@ async function seedCatalogue (fz: FuzzApp, count: number, statuses: string[]): P
   return pets
 }
 
-function listParameters (doc: OpenApiDocument): { limitDefault: number, limitMin: number, limitMax: number, statuses: string[] } {
+export function listParameters (doc: OpenApiDocument): { limitDefault: number, limitMin: number, limitMax: number, statuses: string[] } {
   const parameters = new Map((doc.paths['/pets']?.get?.parameters ?? []).map((parameter) => [parameter.name, deref(doc, parameter.schema)]))
   const limit = parameters.get('limit')
   const status = parameters.get('status')
@@ -983,7 +987,7 @@ function listParameters (doc: OpenApiDocument): { limitDefault: number, limitMin
 }
 
 /** Walks every filter with several page sizes, following Link headers, to learn the cursors and ETags the service issues. */
-async function harvest (fz: FuzzApp, pets: StoredPet[]): Promise<Catalogue> {
+export async function harvest (fz: FuzzApp, pets: StoredPet[]): Promise<Catalogue> {
   const { limitDefault, limitMax, statuses } = listParameters(fz.doc)
   const catalogue: Catalogue = { pets, cursors: new Map(), etags: [], limitDefault, limitMax, statuses }
   for (const status of [undefined, ...statuses]) {
@@ -1010,7 +1014,7 @@ async function harvest (fz: FuzzApp, pets: StoredPet[]): Promise<Catalogue> {
 }
 
 /** Query parsing as Fastify does it (fast-querystring): & splits, the first = separates, + is a space, bad escapes stay as written. */
-function parseQuery (query: string): Map<string, string[]> {
+export function parseQuery (query: string): Map<string, string[]> {
   const result = new Map<string, string[]>()
   const decode = (text: string): string => {
     const spaced = text.replace(/\+/g, ' ')
@@ -1031,14 +1035,14 @@ function parseQuery (query: string): Map<string, string[]> {
   return result
 }
 
-interface ListOutcome {
+export interface ListOutcome {
   status: number[]
   why: string
   page?: { afterId: number, status: string | undefined, limit: number }
 }
 
 /** docs/decisions.md on GET /pets: each parameter at most once, limit as digits in 1..100, status from the enumeration, cursors only as issued. */
-function expectList (catalogue: Catalogue, query: string): ListOutcome {
+export function expectList (catalogue: Catalogue, query: string): ListOutcome {
   const parsed = parseQuery(query)
   for (const name of ['limit', 'status', 'cursor']) {
     if ((parsed.get(name)?.length ?? 0) > 1) return { status: [400], why: `${name} repeated` }
@@ -1058,12 +1062,12 @@ function expectList (catalogue: Catalogue, query: string): ListOutcome {
   return { status: [200], why: 'valid', page: { afterId, status, limit: limitText === undefined ? catalogue.limitDefault : Number(limitText) } }
 }
 
-function expectedPage (catalogue: Catalogue, page: { afterId: number, status: string | undefined, limit: number }): { pets: StoredPet[], more: boolean } {
+export function expectedPage (catalogue: Catalogue, page: { afterId: number, status: string | undefined, limit: number }): { pets: StoredPet[], more: boolean } {
   const matching = catalogue.pets.filter((pet) => pet.id > page.afterId && (page.status === undefined || pet.status === page.status))
   return { pets: matching.slice(0, page.limit), more: matching.length > page.limit }
 }
 
-function assertPets (text: string, pets: StoredPet[], context: string): void {
+export function assertPets (text: string, pets: StoredPet[], context: string): void {
   const tree = parseTree(text)
   assert.equal(tree.k, 'arr', context)
   const read = (tree as Extract<JValue, { k: 'arr' }>).items.map((item) => readPet(serialize(item)))
@@ -1076,7 +1080,7 @@ function assertPets (text: string, pets: StoredPet[], context: string): void {
 }
 
 /** Checks a 200 of GET /pets against the model: the page, its Link to the next one, its ETag. */
-function assertListPage (catalogue: Catalogue, page: NonNullable<ListOutcome['page']>, sent: Sent, received: Received): void {
+export function assertListPage (catalogue: Catalogue, page: NonNullable<ListOutcome['page']>, sent: Sent, received: Received): void {
   const context = describeSent(sent, received)
   const expected = expectedPage(catalogue, page)
   if (sent.method !== 'HEAD') assertPets(received.body, expected.pets, context)
@@ -1101,7 +1105,7 @@ function assertListPage (catalogue: Catalogue, page: NonNullable<ListOutcome['pa
 }
 
 /** Query strings for GET /pets: the documented parameters, valid and not, repeated, unknown, encoded every way, malformed. */
-function listQueryArbitrary (catalogue: Catalogue, limitMin: number): fc.Arbitrary<{ label: string, query: string }> {
+export function listQueryArbitrary (catalogue: Catalogue, limitMin: number): fc.Arbitrary<{ label: string, query: string }> {
   const cursors = [...catalogue.cursors.keys()]
   const limitValue = fc.oneof(
     { weight: 6, arbitrary: fc.integer({ min: limitMin, max: catalogue.limitMax }).map(String) },
@@ -1174,7 +1178,7 @@ function listQueryArbitrary (catalogue: Catalogue, limitMin: number): fc.Arbitra
 }
 
 /** A petId path segment: existing, unknown, at the int64 edge, spelled oddly, too long, malformed. */
-function petIdArbitrary (ids: number[]): fc.Arbitrary<{ label: string, segment: string }> {
+export function petIdArbitrary (ids: number[]): fc.Arbitrary<{ label: string, segment: string }> {
   const maxId = Math.max(0, ...ids)
   const digitsEncoded = (text: string, mask: number): string => [...text].map((char, index) => (mask >> (index % 30)) & 1 ? `%3${char}` : char).join('')
   return fc.oneof(
@@ -1194,7 +1198,7 @@ function petIdArbitrary (ids: number[]): fc.Arbitrary<{ label: string, segment: 
 }
 
 /** What the contract says of a petId segment: 400 unless digits without sign or leading zero up to 2^63−1; then 200 or 404. */
-function expectPetId (segment: string, ids: Set<number>): { status: number, why: string } {
+export function expectPetId (segment: string, ids: Set<number>): { status: number, why: string } {
   let decoded: string
   try {
     decoded = decodeURIComponent(segment)
@@ -1208,13 +1212,13 @@ function expectPetId (segment: string, ids: Set<number>): { status: number, why:
 // ---------------------------------------------------------------------------------------
 // Routing: paths and methods from the document, and around it
 
-const EXTRA_METHODS = ['TRACE', 'PROPFIND', 'PROPPATCH', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'SEARCH', 'REPORT', 'QUERY', 'PURGE', 'LINK', 'UNLINK', 'MERGE', 'NOTIFY', 'SUBSCRIBE', 'ACL', 'BIND', 'M-SEARCH']
-const PLAIN_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
+export const EXTRA_METHODS = ['TRACE', 'PROPFIND', 'PROPPATCH', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'SEARCH', 'REPORT', 'QUERY', 'PURGE', 'LINK', 'UNLINK', 'MERGE', 'NOTIFY', 'SUBSCRIBE', 'ACL', 'BIND', 'M-SEARCH']
+export const PLAIN_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
-interface RouteMatch { template: string, petId?: string }
+export interface RouteMatch { template: string, petId?: string }
 
 /** Routes a raw path the way the contract reads it: segment by segment, percent-decoded, case-sensitive, no trailing-slash folding. */
-function matchRoute (doc: OpenApiDocument, path: string): RouteMatch | undefined {
+export function matchRoute (doc: OpenApiDocument, path: string): RouteMatch | undefined {
   const segments = path.split('/').slice(1).map((segment) => {
     try {
       return decodeURIComponent(segment)
@@ -1238,17 +1242,17 @@ function matchRoute (doc: OpenApiDocument, path: string): RouteMatch | undefined
   return undefined
 }
 
-function isUnderV1 (url: string): boolean {
+export function isUnderV1 (url: string): boolean {
   return /^\/v1(\/|$|\?)/.test(url)
 }
 
-function allowOf (doc: OpenApiDocument, template: string): string[] {
+export function allowOf (doc: OpenApiDocument, template: string): string[] {
   const served = Object.keys(doc.paths[template] ?? {}).map((method) => method.toUpperCase())
   return [...new Set([...served, ...(served.includes('GET') ? ['HEAD'] : []), 'OPTIONS'])]
 }
 
 /** Paths: documented ones (spelled with percent-encoded letters too), near misses, unknown ones, outside /v1, malformed. */
-function pathArbitrary (doc: OpenApiDocument, ids: number[]): fc.Arbitrary<{ label: string, path: string }> {
+export function pathArbitrary (doc: OpenApiDocument, ids: number[]): fc.Arbitrary<{ label: string, path: string }> {
   const templates = Object.keys(doc.paths)
   const encodeSomeLetters = (segment: string, mask: number): string => [...segment].map((char, index) => /[a-z]/i.test(char) && (mask >> (index % 30)) & 1 ? `%${char.charCodeAt(0).toString(16)}` : char).join('')
   const documented = fc.tuple(fc.constantFrom(...templates), petIdArbitrary(ids), fc.nat(), fc.boolean()).map(([template, petId, mask, encode]) => {
@@ -1291,7 +1295,7 @@ function pathArbitrary (doc: OpenApiDocument, ids: number[]): fc.Arbitrary<{ lab
 // ---------------------------------------------------------------------------------------
 // The properties
 
-async function runProperty<T> (t: TestContext, name: keyof typeof SHARES, arbitrary: fc.Arbitrary<T>, predicate: (value: T) => Promise<void>, numRuns = runsOf(name)): Promise<void> {
+export async function runProperty<T> (t: TestContext, name: keyof typeof SHARES, arbitrary: fc.Arbitrary<T>, predicate: (value: T) => Promise<void>, numRuns = runsOf(name)): Promise<void> {
   const seed = seedOf(name)
   t.diagnostic(`${name}: ${numRuns} runs, fast-check seed ${seed} (${REPLAY})`)
   const started = Date.now()
@@ -1299,624 +1303,25 @@ async function runProperty<T> (t: TestContext, name: keyof typeof SHARES, arbitr
   t.diagnostic(`${name}: passed in ${Date.now() - started} ms`)
 }
 
-function tally (labels: Map<string, number>, label: string): void {
+export function tally (labels: Map<string, number>, label: string): void {
   const key = label.replace(/ \(.*$/, '').replace(/[0-9]+ bytes/, 'N bytes')
   labels.set(key, (labels.get(key) ?? 0) + 1)
 }
 
-function reportTally (t: TestContext, labels: Map<string, number>): void {
+export function reportTally (t: TestContext, labels: Map<string, number>): void {
   t.diagnostic([...labels.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40).map(([label, count]) => `${count} × ${label}`).join('; '))
 }
 
-describe('fuzzing from the OpenAPI document', () => {
-  test('createPet answers every generated body with the contract\'s status and creates exactly the accepted animals', async (t) => {
-    const fz = await fuzzApp(t)
-    const newPetSchema = newPetSchemaOf(fz.doc)
-    const validate = fz.validator.validatorAt('paths', '/pets', 'post', 'requestBody', 'content', 'application/json', 'schema')
-    assert.ok(validate)
-    const newPet = (value: unknown): boolean => validate(value)
-    const labels = new Map<string, number>()
-    const arbitrary = fc.record({
-      body: createBodyArbitrary(fz.doc, newPetSchema),
-      auth: authArbitrary(fz.key, 40),
-      contentType: fc.oneof({ weight: 12, arbitrary: fc.constant(CONTENT_TYPES[0] as ContentTypeCase) }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
-      contentEncoding: fc.oneof({ weight: 20, arbitrary: fc.constant(CONTENT_ENCODINGS[0] as ContentEncodingCase) }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_ENCODINGS) })
-    })
-    await runProperty(t, 'createPet', arbitrary, async (contentCase) => {
-      tally(labels, contentCase.body.label)
-      await runCreateCase(fz, contentCase, newPet)
-    })
-    reportTally(t, labels)
-    t.diagnostic(`createPet: ${fz.created} animals created by ${fz.requests} requests`)
-    await assertNothingElseCreated(fz)
-  })
+/** The regressions' Authorization: the test key, as a client sends it. */
+export const keyOf = (fz: FuzzApp): AuthCase => ({ label: 'Bearer key', header: `Bearer ${fz.key}`, valid: true, challenge: 'any' })
+export const errorMessage = (received: Received): string => (JSON.parse(received.body) as { message: string }).message
 
-  test('createPet accepts as JSON, or refuses with 415, every member of the Content-Type and Content-Encoding families; nothing reaches the handler unvalidated', async (t) => {
-    const fz = await fuzzApp(t)
-    const validate = fz.validator.validatorAt('paths', '/pets', 'post', 'requestBody', 'content', 'application/json', 'schema')
-    assert.ok(validate)
-    const newPet = (value: unknown): boolean => validate(value)
-    const bodies = createBodyArbitrary(fz.doc, newPetSchemaOf(fz.doc))
-    const arbitrary = fc.record({
-      body: bodies,
-      auth: authArbitrary(fz.key, 60),
-      contentType: fc.constantFrom(...CONTENT_TYPES),
-      contentEncoding: fc.oneof({ weight: 3, arbitrary: fc.constant(CONTENT_ENCODINGS[0] as ContentEncodingCase) }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_ENCODINGS) })
-    })
-    await runProperty(t, 'contentType', arbitrary, async (contentCase) => {
-      await runCreateCase(fz, contentCase, newPet)
-    })
-    await assertNothingElseCreated(fz)
-  })
-
-  test('listPets answers every generated query with the contract\'s status and exactly the expected page', async (t) => {
-    const fz = await fuzzApp(t)
-    const { limitMin, statuses } = listParameters(fz.doc)
-    const pets = await seedCatalogue(fz, 37, statuses)
-    const catalogue = await harvest(fz, pets)
-    assert.ok(catalogue.cursors.size > 30, `harvested ${catalogue.cursors.size} cursors`)
-    const labels = new Map<string, number>()
-    const ifNoneMatch = fc.oneof(
-      { weight: 12, arbitrary: fc.constant(undefined) },
-      { weight: 1, arbitrary: fc.constantFrom('*', '"nope"', 'W/"nope"', 'garbage', '', '"a", "b"') },
-      { weight: 2, arbitrary: fc.tuple(fc.constantFrom(...catalogue.etags), fc.boolean()).map(([etag, weak]) => weak ? `W/${etag.tag}` : etag.tag) }
-    )
-    const arbitrary = fc.record({
-      query: listQueryArbitrary(catalogue, limitMin),
-      auth: authArbitrary(fz.key, 30),
-      method: fc.constantFrom('GET', 'GET', 'GET', 'HEAD'),
-      questionMark: fc.boolean(),
-      ifNoneMatch
-    })
-    await runProperty(t, 'listPets', arbitrary, async ({ query, auth, method, questionMark, ifNoneMatch }) => {
-      tally(labels, query.label)
-      const outcome = expectList(catalogue, query.query)
-      const headers: Record<string, string> = { ...authHeaders(auth), ...(ifNoneMatch !== undefined && { 'if-none-match': ifNoneMatch }) }
-      const url = query.query === '' && !questionMark ? '/v1/pets' : `/v1/pets?${query.query}`
-      const sent: Sent = { label: `listPets: ${query.label} (${outcome.why})`, method, url, headers }
-      let status = outcome.status
-      if (outcome.page !== undefined && ifNoneMatch !== undefined) {
-        // If-None-Match on a full page: 304 when a listed tag is this page's (weak comparison) or *.
-        const { pets: page } = expectedPage(catalogue, outcome.page)
-        const full = page.length === outcome.page.limit
-        const tags = ifNoneMatch.split(',').map((tag) => tag.trim().replace(/^W\//, ''))
-        const key = `${outcome.page.status}:${outcome.page.afterId}:${outcome.page.limit}`
-        const ids = page.map((pet) => pet.id).join()
-        const sameQuery = catalogue.etags.some((etag) => etag.key === key && tags.includes(etag.tag))
-        const sameContent = catalogue.etags.some((etag) => etag.ids.join() === ids && tags.includes(etag.tag))
-        if (full && (tags.includes('*') || sameQuery)) status = [304]
-        else if (full && sameContent) status = [200, 304]
-      }
-      const received = await send(fz, sent)
-      checkResponse(fz, sent, received, { route: { kind: 'operation', template: '/pets', method: 'get' }, status: auth.valid ? status : [401], authenticated: true, auth })
-      if (received.status === 200 && outcome.page !== undefined) assertListPage(catalogue, outcome.page, sent, received)
-    })
-    reportTally(t, labels)
-    await assertNothingElseCreated(fz)
-  })
-
-  test('getPet answers every generated petId with the contract\'s status, body and deprecation headers', async (t) => {
-    const fz = await fuzzApp(t)
-    const pets = await seedCatalogue(fz, 12, listParameters(fz.doc).statuses)
-    const ids = pets.map((pet) => pet.id)
-    const known = new Set(ids)
-    const byId = new Map(pets.map((pet) => [pet.id, pet]))
-    const labels = new Map<string, number>()
-    const arbitrary = fc.record({
-      petId: petIdArbitrary(ids),
-      auth: authArbitrary(fz.key, 30),
-      method: fc.constantFrom('GET', 'GET', 'GET', 'HEAD'),
-      query: fc.option(fc.constantFrom('x=1', 'petId=1', 'limit=0', '%ZZ', '__proto__[polluted]=1'), { freq: 8 })
-    })
-    await runProperty(t, 'getPet', arbitrary, async ({ petId, auth, method, query }) => {
-      tally(labels, petId.label)
-      const outcome = expectPetId(petId.segment, known)
-      const sent: Sent = { label: `getPet: ${petId.label} (${outcome.why})`, method, url: `/v1/pets/${petId.segment}${query === null ? '' : `?${query}`}`, headers: authHeaders(auth) }
-      const received = await send(fz, sent)
-      checkResponse(fz, sent, received, { route: { kind: 'operation', template: '/pets/{petId}', method: 'get' }, status: [auth.valid ? outcome.status : 401], authenticated: true, auth })
-      if (received.status === 200 && method === 'GET') {
-        const pet = byId.get(Number(decodeURIComponent(petId.segment)))
-        assert.ok(pet, describeSent(sent, received))
-        assertPets(`[${received.body}]`, [pet], describeSent(sent, received))
-      }
-    })
-    reportTally(t, labels)
-    await assertNothingElseCreated(fz)
-  })
-
-  test('every generated method and path is authenticated first, then answered 404, 405, 204 or as its documented operation', async (t) => {
-    const fz = await fuzzApp(t)
-    const pets = await seedCatalogue(fz, 6, listParameters(fz.doc).statuses)
-    const ids = pets.map((pet) => pet.id)
-    const known = new Set(ids)
-    const catalogue = await harvest(fz, pets)
-    const labels = new Map<string, number>()
-    const body = fc.option(fc.record({
-      bytes: fc.oneof(
-        fc.constantFrom('{"name":"Rex","categoryId":1}', '{', '', 'name=Rex', '\u0000\u0001garbage', '{"__proto__":{"polluted":true}}').map((text) => Buffer.from(text)),
-        fc.constantFrom(...INVALID_UTF8).map((bytes) => Buffer.from(bytes)),
-        fc.constant(Buffer.alloc(MAX_BODY_BYTES + 10, 0x20))
-      ),
-      contentType: fc.constantFrom(...CONTENT_TYPES),
-      contentEncoding: fc.constantFrom(...CONTENT_ENCODINGS)
-    }), { freq: 3 })
-    const arbitrary = fc.record({
-      method: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...PLAIN_METHODS) }, { weight: 1, arbitrary: fc.constantFrom(...EXTRA_METHODS) }),
-      path: pathArbitrary(fz.doc, ids),
-      query: fc.option(fc.constantFrom('x=1', 'foo=bar&foo=baz', '%ZZ=1', 'a=%ZZ', '__proto__[polluted]=1', 'constructor[prototype][polluted]=1', '&&', '='), { freq: 6 }),
-      auth: authArbitrary(fz.key, 20),
-      body
-    }).filter(({ method, path }) => {
-      // POST /v1/pets is the createPet property's: its outcome depends on the body.
-      const match = matchRoute(fz.doc, path.path)
-      return !(match?.template === '/pets' && method === 'POST')
-    })
-    await runProperty(t, 'routing', arbitrary, async ({ method, path, query, auth, body }) => {
-      tally(labels, `${PLAIN_METHODS.includes(method) ? method : 'other method'} ${path.label}`)
-      const url = `${path.path}${query === null ? '' : `?${query}`}`
-      const headers: Record<string, string | string[]> = { ...authHeaders(auth) }
-      if (body !== null && body.contentType.header !== undefined) headers['content-type'] = body.contentType.header
-      if (body !== null && body.contentEncoding.header !== undefined) headers['content-encoding'] = body.contentEncoding.header
-      const match = matchRoute(fz.doc, path.path)
-      const sent: Sent = { label: `routing: ${method} ${path.label}${body === null ? '' : `, body with Content-Type ${body.contentType.label}`}`, method, url, headers, ...(body !== null && { payload: body.bytes }) }
-      let route: Route
-      let status: number[]
-      let authenticated: boolean
-      if (match === undefined) {
-        route = { kind: 'not-found' }
-        status = [404]
-        authenticated = isUnderV1(url)
-      } else {
-        const allow = allowOf(fz.doc, match.template)
-        // The document is public: GET (and HEAD, like GET) need no key; OPTIONS is answered without one too.
-        authenticated = !(match.template === '/openapi.json' && ['GET', 'HEAD', 'OPTIONS'].includes(method))
-        if (method === 'OPTIONS') {
-          route = { kind: 'options', template: match.template, allow }
-          status = [204]
-        } else if (!allow.includes(method)) {
-          route = { kind: 'other-method', template: match.template, allow }
-          status = [405]
-        } else {
-          route = { kind: 'operation', template: match.template, method: 'get' }
-          if (match.template === '/pets/{petId}') {
-            status = [expectPetId(match.petId ?? '', known).status]
-          } else if (match.template === '/pets') {
-            status = expectList(catalogue, query ?? '').status
-          } else if (match.template === '/store/orders') {
-            status = [501]
-          } else {
-            status = [200]
-          }
-        }
-      }
-      const received = await send(fz, sent)
-      checkResponse(fz, sent, received, { route, status: authenticated && !auth.valid ? [401] : status, authenticated, auth })
-      if (received.status === 200 && method === 'GET' && match?.template === '/openapi.json') assert.deepEqual(JSON.parse(received.body), fz.doc, describeSent(sent))
-      if (received.status === 200 && match?.template === '/pets') {
-        const outcome = expectList(catalogue, query ?? '')
-        if (outcome.page !== undefined) assertListPage(catalogue, outcome.page, sent, received)
-      }
-    })
-    reportTally(t, labels)
-    await assertNothingElseCreated(fz)
-  })
-
-  test(`leaves Object.prototype unchanged after all ${TOTAL_RUNS} generated requests`, (t) => {
+/** The last test of each fuzz file: no generated request planted anything on a prototype. */
+export function testPrototypesUnchanged (): void {
+  test('leaves Object.prototype unchanged after every request the file generated', (t) => {
     t.diagnostic(`${totalRequests} requests sent in all (seed ${SEED})`)
     assertPrototypesUnchanged('the whole run')
     assert.equal(({} as Record<string, unknown>).polluted, undefined)
     assert.equal(Object.hasOwn(Object.prototype, 'polluted'), false)
   })
-})
-
-describe('the Content-Type and Content-Encoding families on POST /v1/pets', () => {
-  const bodies = [
-    { label: 'a valid animal', text: '{"name":"Rex","categoryId":1}', status: 201 },
-    { label: 'categoryId as a string', text: '{"name":"Rex","categoryId":"1"}', status: 400 },
-    { label: 'an unknown field', text: '{"name":"Rex","categoryId":1,"admin":true}', status: 400 },
-    { label: 'a __proto__ field', text: '{"name":"Rex","categoryId":1,"__proto__":{"polluted":true}}', status: 400 },
-    { label: 'the animal form-encoded', text: 'name=Rex&categoryId=1', status: 400 },
-    { label: 'malformed JSON', text: '{"name":', status: 400 }
-  ]
-
-  test('each Content-Type is either parsed and validated as JSON or refused with 415, as CONTENT_TYPES records', async (t) => {
-    const fz = await fuzzApp(t)
-    const auth: AuthCase = { label: 'Bearer key', header: `Bearer ${fz.key}`, valid: true, challenge: 'any' }
-    for (const contentType of CONTENT_TYPES) {
-      for (const body of bodies) {
-        const contentCase: CreateCase = { body: { label: body.label, bytes: Buffer.from(body.text) }, auth, contentType, contentEncoding: CONTENT_ENCODINGS[0] as ContentEncodingCase }
-        const sent = createSent(contentCase)
-        const received = await send(fz, sent)
-        checkResponse(fz, sent, received, expectCreate(contentCase, { status: body.status as 201 | 400, why: body.label, pet: { name: 'Rex', categoryId: 1n } }))
-        assert.equal(received.status, contentType.json ? body.status : 415, describeSent(sent, received))
-        if (received.status === 201) await assertRoundTrip(fz, sent, received, { name: 'Rex', categoryId: 1n })
-      }
-    }
-    await assertNothingElseCreated(fz)
-  })
-
-  test('each Content-Encoding other than identity is refused with 415 before the body is read', async (t) => {
-    const fz = await fuzzApp(t)
-    const auth: AuthCase = { label: 'Bearer key', header: `Bearer ${fz.key}`, valid: true, challenge: 'any' }
-    for (const contentEncoding of CONTENT_ENCODINGS) {
-      for (const body of bodies) {
-        const contentCase: CreateCase = { body: { label: body.label, bytes: Buffer.from(body.text) }, auth, contentType: CONTENT_TYPES[0] as ContentTypeCase, contentEncoding }
-        const sent = createSent(contentCase)
-        const received = await send(fz, sent)
-        checkResponse(fz, sent, received, expectCreate(contentCase, { status: body.status as 201 | 400, why: body.label, pet: { name: 'Rex', categoryId: 1n } }))
-        assert.equal(received.status, contentEncoding.identity ? body.status : 415, describeSent(sent, received))
-      }
-    }
-    await assertNothingElseCreated(fz)
-  })
-})
-
-/**
- * The smallest counterexamples the properties above found, kept as plain tests: each
- * states what docs/decisions.md and the document require and fails until the service does it.
- */
-describe('regressions found by the fuzzer', () => {
-  const keyOf = (fz: FuzzApp): AuthCase => ({ label: 'Bearer key', header: `Bearer ${fz.key}`, valid: true, challenge: 'any' })
-  const errorMessage = (received: Received): string => (JSON.parse(received.body) as { message: string }).message
-
-  describe('createPet', () => {
-    // JSON.parse rounds these literals to an integer; the contract refuses a categoryId that is not an integer, and never rounds one.
-    for (const literal of ['1.0000000000000001', '0.99999999999999999', '1e-400', '-1e-400', '2.0000000000000001e1']) {
-      test(`returns 400 invalid_request naming categoryId when categoryId is ${literal}, which is not an integer`, async (t) => {
-        const fz = await fuzzApp(t)
-        const contentCase: CreateCase = {
-          body: { label: `categoryId ${literal}`, bytes: Buffer.from(`{"name":"Rex","categoryId":${literal}}`) },
-          auth: keyOf(fz),
-          contentType: CONTENT_TYPES[0] as ContentTypeCase,
-          contentEncoding: CONTENT_ENCODINGS[0] as ContentEncodingCase
-        }
-        const sent = createSent(contentCase)
-        const received = await send(fz, sent)
-        checkResponse(fz, sent, received, expectCreate(contentCase, { status: 400, why: `categoryId ${literal} is not an integer` }))
-        assert.match(errorMessage(received), /categoryId/, describeSent(sent, received))
-        await assertNothingElseCreated(fz)
-      })
-    }
-  })
-
-  describe('routing', () => {
-    const cases: Array<{ name: string, method: string, url: string, headers?: Record<string, string>, payload?: string, route: (fz: FuzzApp) => Route, status: number, authenticated: boolean }> = [
-      {
-        name: 'returns 405 method_not_allowed with Allow for TRACE /v1/pets, a documented path with another method',
-        method: 'TRACE',
-        url: '/v1/pets',
-        route: (fz) => ({ kind: 'other-method', template: '/pets', allow: allowOf(fz.doc, '/pets') }),
-        status: 405,
-        authenticated: true
-      },
-      {
-        name: 'returns 405 method_not_allowed with Allow for PROPFIND /v1/pets/1',
-        method: 'PROPFIND',
-        url: '/v1/pets/1',
-        route: (fz) => ({ kind: 'other-method', template: '/pets/{petId}', allow: allowOf(fz.doc, '/pets/{petId}') }),
-        status: 405,
-        authenticated: true
-      },
-      {
-        name: 'returns 405 method_not_allowed with Allow for QUERY /v1/store/orders without a body',
-        method: 'QUERY',
-        url: '/v1/store/orders',
-        route: (fz) => ({ kind: 'other-method', template: '/store/orders', allow: allowOf(fz.doc, '/store/orders') }),
-        status: 405,
-        authenticated: true
-      },
-      {
-        name: 'returns 404 not_found, not 415, for DELETE /v1/nope with an empty Content-Type and a body',
-        method: 'DELETE',
-        url: '/v1/nope',
-        headers: { 'content-type': '' },
-        payload: 'x',
-        route: () => ({ kind: 'not-found' }),
-        status: 404,
-        authenticated: true
-      },
-      {
-        name: 'returns 404 not_found, not 415, for POST /nope with Content-Type garbage',
-        method: 'POST',
-        url: '/nope',
-        headers: { 'content-type': 'garbage' },
-        payload: '{}',
-        route: () => ({ kind: 'not-found' }),
-        status: 404,
-        authenticated: false
-      },
-      {
-        name: 'returns 404 not_found for GET /%v1/pets, an unknown path with a malformed percent-encoding',
-        method: 'GET',
-        url: '/%v1/pets',
-        route: () => ({ kind: 'not-found' }),
-        status: 404,
-        authenticated: false
-      },
-      {
-        name: 'returns 404 not_found, a status the document lists, for GET /v1/store/orders%ZZ',
-        method: 'GET',
-        url: '/v1/store/orders%ZZ',
-        route: () => ({ kind: 'not-found' }),
-        status: 404,
-        authenticated: true
-      },
-      {
-        name: 'returns 405 method_not_allowed with Allow for POST /v1/pets/%ZZ, a documented path with another method',
-        method: 'POST',
-        url: '/v1/pets/%ZZ',
-        route: (fz) => ({ kind: 'other-method', template: '/pets/{petId}', allow: allowOf(fz.doc, '/pets/{petId}') }),
-        status: 405,
-        authenticated: true
-      },
-      {
-        name: `returns 204 with Allow for OPTIONS /v1/pets/{petId} with a petId of ${MAX_PARAM_LENGTH + 1} digits`,
-        method: 'OPTIONS',
-        url: `/v1/pets/${'1'.repeat(MAX_PARAM_LENGTH + 1)}`,
-        route: (fz) => ({ kind: 'options', template: '/pets/{petId}', allow: allowOf(fz.doc, '/pets/{petId}') }),
-        status: 204,
-        authenticated: true
-      }
-    ]
-    for (const item of cases) {
-      test(item.name, async (t) => {
-        const fz = await fuzzApp(t)
-        const sent: Sent = {
-          label: 'regression',
-          method: item.method,
-          url: item.url,
-          headers: { authorization: `Bearer ${fz.key}`, ...item.headers },
-          ...(item.payload !== undefined && { payload: Buffer.from(item.payload) })
-        }
-        const received = await send(fz, sent)
-        checkResponse(fz, sent, received, { route: item.route(fz), status: [item.status], authenticated: item.authenticated, auth: keyOf(fz) })
-      })
-    }
-  })
-
-  describe('getPet', () => {
-    for (const petId of ['%', '1'.repeat(MAX_PARAM_LENGTH + 1)]) {
-      test(`carries Deprecation, Sunset and Link on the 400 for GET /v1/pets/${petId.length > 10 ? `<${petId.length} digits>` : petId}`, async (t) => {
-        const fz = await fuzzApp(t)
-        const sent: Sent = { label: 'regression', method: 'GET', url: `/v1/pets/${petId}`, headers: { authorization: `Bearer ${fz.key}` } }
-        const received = await send(fz, sent)
-        checkResponse(fz, sent, received, { route: { kind: 'operation', template: '/pets/{petId}', method: 'get' }, status: [400], authenticated: true, auth: keyOf(fz) })
-      })
-    }
-  })
-
-  describe('listPets', () => {
-    const twins: Array<[string, (cursor: string) => string]> = [
-      ['with "=" appended', (cursor) => `${cursor}=`],
-      ['with a space appended', (cursor) => `${cursor}%20`],
-      ['with its last character changed in bits that base64url decoding drops', (cursor) => {
-        const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
-        const last = alphabet.indexOf(cursor.slice(-1))
-        return cursor.slice(0, -1) + (alphabet[(last & ~0xf) | ((last & 0xf) ^ 1)] ?? 'A')
-      }]
-    ]
-    for (const [name, tamper] of twins) {
-      test(`returns 400 invalid_request naming cursor for an issued cursor ${name}`, async (t) => {
-        const fz = await fuzzApp(t)
-        await seedCatalogue(fz, 3, listParameters(fz.doc).statuses)
-        const first = await send(fz, { label: 'first page', method: 'GET', url: '/v1/pets?limit=1', headers: { authorization: `Bearer ${fz.key}` } })
-        const cursor = new URL(/^<([^>]+)>/.exec(String(first.headers.link))?.[1] ?? '', 'http://host').searchParams.get('cursor') ?? ''
-        const tampered = tamper(cursor)
-        assert.notEqual(decodeURIComponent(tampered), cursor)
-        const sent: Sent = { label: 'regression', method: 'GET', url: `/v1/pets?limit=1&cursor=${tampered}`, headers: { authorization: `Bearer ${fz.key}` } }
-        const received = await send(fz, sent)
-        checkResponse(fz, sent, received, { route: { kind: 'operation', template: '/pets', method: 'get' }, status: [400], authenticated: true, auth: keyOf(fz) })
-        assert.match(errorMessage(received), /cursor/, describeSent(sent, received))
-      })
-    }
-  })
-})
-
-// ---------------------------------------------------------------------------------------
-// The developer portal's forms. Not in the API document: their oracle is the portal's own
-// contract (docs/portal.md): HTML pages, a status from the form's short list, never 5xx; a
-// control character in a field that was read gets 400 naming that field; nothing with a
-// control character is stored. Each password check costs a scrypt, so the runs are fewer:
-// FUZZ_PORTAL_RUNS in all (default 400; 240 with TEST_ENGINE=postgres), shared by the forms as
-// PORTAL_SHARES says (log-in, where nearly every run checks a password, least).
-
-const PORTAL_RUNS = integerFromEnv('FUZZ_PORTAL_RUNS') ?? (TEST_ENGINE === 'postgres' ? 240 : 400)
-const PORTAL_SHARES = { signup: 0.2, login: 0.1, generateKey: 0.4, revokeKey: 0.3 } as const
-const PORTAL_FORMS = Object.keys(PORTAL_SHARES) as Array<keyof typeof PORTAL_SHARES>
-type PortalForm = keyof typeof PORTAL_SHARES
-const PORTAL_PASSWORD = 'correct horse battery staple'
-const HTML_TYPE = /^text\/html; charset=utf-8$/
-const FORM_STATUSES: Record<PortalForm, number[]> = {
-  signup: [303, 400, 403, 409, 413, 415, 429],
-  login: [303, 400, 401, 403, 413, 415, 429],
-  generateKey: [303, 400, 403, 413, 415, 429],
-  revokeKey: [303, 403, 404, 413, 415, 429]
 }
-const FIELD_NAMES: Record<string, string> = { email: 'email address', password: 'password', label: 'label' }
-
-// eslint-disable-next-line no-control-regex -- control characters are what these runs are about
-const CONTROL = /[\u0000-\u001f\u007f]/
-const controlCharacter = fc.oneof(fc.integer({ min: 0, max: 0x1f }), fc.constant(0x7f)).map((code) => String.fromCharCode(code))
-
-/** Inserts a control character somewhere in a text. */
-const withControl = (text: fc.Arbitrary<string>): fc.Arbitrary<string> =>
-  fc.tuple(text, controlCharacter, fc.nat()).map(([base, control, at]) => base.slice(0, at % (base.length + 1)) + control + base.slice(at % (base.length + 1)))
-
-const emailArbitrary = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom('fuzz@example.com', 'FUZZ@Example.com ', 'someone@example.com', 'a@b.io') },
-  { weight: 2, arbitrary: fc.emailAddress() },
-  { weight: 4, arbitrary: withControl(fc.constantFrom('fuzz@example.com', 'a@b.io', 'someone@example.com')) },
-  { weight: 2, arbitrary: wildString },
-  { weight: 1, arbitrary: fc.constantFrom('', ' ', 'x'.repeat(400), 'a%00b@x.io', 'a@b\u00a0.io', '\u202e@x.io') }
-)
-const passwordArbitrary = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom(PORTAL_PASSWORD, 'another long password', 'short') },
-  { weight: 4, arbitrary: withControl(fc.constantFrom(PORTAL_PASSWORD, 'another long password', '')) },
-  { weight: 2, arbitrary: unicodeString(30) },
-  { weight: 1, arbitrary: fc.constantFrom('', 'x'.repeat(1025), `${'é'.repeat(11)}\u0301`) }
-)
-const labelArbitrary = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom('laptop', '', '  ', 'x'.repeat(101), '<img src=x onerror=alert(1)>') },
-  { weight: 4, arbitrary: withControl(fc.constantFrom('laptop', '', 'ci')) },
-  { weight: 3, arbitrary: wildString }
-)
-
-/** Any text without control characters (those are tried in the label, whose refusal names it). */
-const printable = wildString.filter((text) => !CONTROL.test(text))
-/** The create form's scope checkboxes: mostly what a browser sends (one or both), sometimes none or ones no browser would. */
-const scopesArbitrary = fc.oneof(
-  { weight: 8, arbitrary: fc.constantFrom(['animals:read', 'animals:write'], ['animals:read'], ['animals:write']) },
-  { weight: 2, arbitrary: fc.array(fc.oneof(fc.constantFrom('animals:read', 'animals:write', 'animals:delete', '', 'ANIMALS:READ', 'animals:read animals:write'), printable), { maxLength: 4 }) }
-)
-/** The create form's expiry choice: mostly one of its options, sometimes absent or anything at all. */
-const expiryArbitrary = fc.oneof(
-  { weight: 8, arbitrary: fc.constantFrom('never', '7d', '30d', '90d', '365d') },
-  { weight: 2, arbitrary: fc.oneof(fc.constant(undefined), fc.constantFrom('0', '-1d', '99999999d', '1x', '30d30d'), printable) }
-)
-
-/** How the form body is written: cleanly, as a browser would, or damaged in the ways a hostile client may. */
-type FormShape = 'clean' | 'repeated' | 'bad-escape' | 'invalid-utf8' | 'oversized'
-const formShape = fc.oneof(
-  { weight: 12, arbitrary: fc.constant<FormShape>('clean') },
-  { weight: 1, arbitrary: fc.constantFrom<FormShape>('repeated', 'bad-escape', 'invalid-utf8', 'oversized') }
-)
-const PORTAL_CONTENT_TYPES = ['application/x-www-form-urlencoded', 'application/x-www-form-urlencoded; charset=UTF-8', 'application/json', 'text/plain', 'multipart/form-data; boundary=x', undefined]
-const portalContentType = fc.oneof(
-  { weight: 14, arbitrary: fc.constant(PORTAL_CONTENT_TYPES[0]) },
-  { weight: 1, arbitrary: fc.constantFrom(...PORTAL_CONTENT_TYPES) }
-)
-const csrfChoice = fc.oneof({ weight: 10, arbitrary: fc.constant('valid' as const) }, { weight: 1, arbitrary: fc.constantFrom('missing' as const, 'wrong' as const) })
-
-function formBody (fields: Array<[string, string]>, shape: FormShape, style: 'minimal' | 'all' | 'all-lower' | 'plus', damage: number): Buffer {
-  const pairs = fields.map(([name, value]) => `${name}=${encodeComponent(value, style)}`)
-  if (shape === 'repeated' && pairs.length > 1) pairs.push(pairs[1 + (damage % (pairs.length - 1))] ?? '')
-  let text = pairs.join('&')
-  if (shape === 'bad-escape') text += `&${fields[1]?.[0] ?? 'x'}=${BAD_ESCAPES[damage % BAD_ESCAPES.length] ?? '%'}`
-  if (shape === 'oversized') text += `&pad=${'a'.repeat(17 * 1024)}`
-  const bytes = Buffer.from(text, 'latin1')
-  if (shape !== 'invalid-utf8') return bytes
-  return Buffer.concat([bytes, Buffer.from('&x='), Buffer.from(INVALID_UTF8[damage % INVALID_UTF8.length] ?? [0xff])])
-}
-
-interface PortalFuzz {
-  fz: FuzzApp
-  /** A browser with a session of the account fuzz@example.com (password PORTAL_PASSWORD) and keys to revoke. */
-  cookie: string
-  sessionToken: string
-  presessionCookie: string
-  presessionToken: string
-  keyIds: string[]
-  otherKeyId: string
-  accountId: number
-}
-
-async function portalFuzz (t: TestContext): Promise<PortalFuzz> {
-  const fz = await fuzzApp(t)
-  const browser = new PortalClient(fz.app, '203.0.113.200')
-  assert.equal((await browser.signUp('fuzz@example.com', PORTAL_PASSWORD)).statusCode, 303)
-  const keyIds: string[] = []
-  for (const label of ['one', 'two', 'three']) {
-    await browser.generateKey(label)
-  }
-  const account = await fz.store.accounts.findByEmail('fuzz@example.com')
-  assert.ok(account)
-  keyIds.push(...(await fz.store.apiKeys.listByAccount(account.id)).map((row) => row.id))
-  const other = await fz.store.accounts.findByEmail('test@example.com')
-  const [otherKey] = await fz.store.apiKeys.listByAccount(other?.id ?? 0)
-  const keysPage = await browser.get('/portal/keys')
-  const stranger = new PortalClient(fz.app, '203.0.113.201')
-  const loginPage = await stranger.get('/portal/login')
-  const cookieOf = (client: PortalClient): string => [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-  return {
-    fz,
-    cookie: cookieOf(browser),
-    sessionToken: csrfTokenOf(keysPage.body.slice(keysPage.body.indexOf('action="/portal/keys"'))),
-    presessionCookie: cookieOf(stranger),
-    presessionToken: csrfTokenOf(loginPage.body),
-    keyIds,
-    otherKeyId: otherKey?.id ?? 'key_0000000000000000',
-    accountId: account.id
-  }
-}
-
-interface PortalCase {
-  form: PortalForm
-  fields: Array<[string, string]>
-  shape: FormShape
-  style: 'minimal' | 'all' | 'all-lower' | 'plus'
-  damage: number
-  contentType: string | undefined
-  csrf: 'valid' | 'missing' | 'wrong'
-  address: number
-  keyId?: string
-}
-
-function portalCaseArbitrary (pf: PortalFuzz, form: PortalForm): fc.Arbitrary<PortalCase> {
-  const fieldsOf: Record<PortalForm, fc.Arbitrary<Array<[string, string]>>> = {
-    signup: fc.tuple(emailArbitrary, passwordArbitrary).map(([email, password]) => [['email', email], ['password', password]]),
-    login: fc.tuple(emailArbitrary, passwordArbitrary).map(([email, password]) => [['email', email], ['password', password]]),
-    generateKey: fc.tuple(labelArbitrary, scopesArbitrary, expiryArbitrary).map(([label, scopes, expiry]) =>
-      [['label', label], ...scopes.map((scope): [string, string] => ['scopes', scope]), ...(expiry === undefined ? [] : [['expires_in', expiry] as [string, string]])]),
-    revokeKey: fc.constant([])
-  }
-  const keyId = fc.oneof(
-    { weight: 4, arbitrary: fc.constantFrom(...pf.keyIds) },
-    { weight: 1, arbitrary: fc.constantFrom(pf.otherKeyId, 'key_0000000000000000', 'key_short', '%00', '..', 'key_%00aaaaaaaaaaaaaa', `key_${'a'.repeat(200)}`) },
-    { weight: 1, arbitrary: wildString.map((text) => encodeURIComponent(text.replace(/[\ud800-\udfff]/g, 'x')) || 'x') }
-  )
-  return fc.record({
-    form: fc.constant(form),
-    fields: fieldsOf[form],
-    shape: formShape,
-    style: encodingStyle,
-    damage: fc.nat(),
-    contentType: portalContentType,
-    csrf: csrfChoice,
-    address: fc.integer({ min: 1, max: 6 }),
-    keyId
-  })
-}
-
-async function runPortalCase (pf: PortalFuzz, item: PortalCase): Promise<void> {
-  const session = item.form === 'generateKey' || item.form === 'revokeKey'
-  const token = session ? pf.sessionToken : pf.presessionToken
-  const csrf: Array<[string, string]> = item.csrf === 'missing' ? [] : [['_csrf', item.csrf === 'valid' ? token : `${token.slice(0, -2)}xx`]]
-  const payload = formBody([...csrf, ...item.fields], item.shape, item.style, item.damage)
-  const url = item.form === 'revokeKey' ? `/portal/keys/${item.keyId ?? ''}/revoke` : item.form === 'generateKey' ? '/portal/keys' : `/portal/${item.form}`
-  const headers: Record<string, string> = { cookie: session ? pf.cookie : pf.presessionCookie, ...(item.contentType !== undefined && { 'content-type': item.contentType }) }
-  pf.fz.requests++
-  totalRequests++
-  const response = await pf.fz.app.inject({ method: 'POST', url, headers, payload, remoteAddress: `198.51.100.${item.address}` })
-  const context = `[portal ${item.form}, ${item.shape}, ${item.style}, csrf ${item.csrf}, ${String(item.contentType)}] POST ${url}\n  fields: ${JSON.stringify(item.fields)}\n  → ${response.statusCode} ${response.body.slice(0, 600)}\n  (${REPLAY})`
-  assertPrototypesUnchanged(context)
-  assert.ok(response.statusCode < 500, `5xx from the portal:\n${context}`)
-  const allowed = [...FORM_STATUSES[item.form], ...(item.form === 'revokeKey' ? [400] : [])]
-  assert.ok(allowed.includes(response.statusCode), `status not in ${allowed.join(', ')}:\n${context}`)
-  if (response.statusCode !== 303) assert.match(String(response.headers['content-type']), HTML_TYPE, context)
-  // A form that was read as sent, with its token: a control character in any of its fields is named.
-  const read = item.shape === 'clean' && item.csrf === 'valid' && item.contentType?.startsWith('application/x-www-form-urlencoded') === true
-  const control = item.fields.find(([, value]) => CONTROL.test(value))
-  if (read && control !== undefined && item.form !== 'revokeKey') {
-    assert.equal(response.statusCode, 400, `a control character in ${control[0]} was not refused:\n${context}`)
-    const named = [...item.fields].find(([, value]) => CONTROL.test(value))?.[0] ?? ''
-    assert.match(response.body, new RegExp(`The ${FIELD_NAMES[named] ?? named} must not contain control characters`), context)
-  }
-}
-
-describe('fuzzing the developer portal\'s forms', () => {
-  for (const form of PORTAL_FORMS) {
-    test(`POST ${form}: never a 5xx, always an HTML page with a status of the form's own, a control character refused naming its field`, { timeout: 300_000 }, async (t) => {
-      const pf = await portalFuzz(t)
-      const seed = (SEED + 100 + PORTAL_FORMS.indexOf(form)) | 0
-      const numRuns = Math.max(20, Math.round(PORTAL_RUNS * PORTAL_SHARES[form]))
-      t.diagnostic(`portal ${form}: ${numRuns} runs, fast-check seed ${seed} (${REPLAY})`)
-      await fc.assert(fc.asyncProperty(portalCaseArbitrary(pf, form), async (item) => { await runPortalCase(pf, item) }), { seed, numRuns, includeErrorInReport: true })
-      const labels = (await pf.fz.store.apiKeys.listByAccount(pf.accountId)).map((row) => row.label ?? '')
-      assert.deepEqual(labels.filter((label) => CONTROL.test(label)), [], 'no stored label holds a control character')
-      for (const email of ['fuzz@example.com', 'someone@example.com', 'a@b.io']) {
-        const account = await pf.fz.store.accounts.findByEmail(email)
-        assert.ok(account === undefined || !CONTROL.test(account.email))
-      }
-    })
-  }
-})
