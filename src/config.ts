@@ -51,6 +51,7 @@ export function loadConfig (env: Env): Readonly<Config> {
   }
   if (problems.length > 0) throw new ConfigError(problems)
   const config = read as Config
+  // WRITE_BATCH_WAIT_MS has no default of its own in the schema: it follows the engine DATABASE_URL names.
   return Object.freeze({ ...config, writeBatchWaitMs: config.writeBatchWaitMs ?? defaultWriteBatchWaitMs(config.storage.engine) })
 }
 
