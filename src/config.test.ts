@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConfigError, loadConfig, postgresUrls, redactUrl } from './config.js'
+import { ConfigError, VARIABLES, describeConfig, loadConfig, postgresUrls, redactUrl } from './config.js'
 
 test('loadConfig applies the documented defaults', () => {
   assert.deepEqual(loadConfig({}), {
@@ -168,4 +168,22 @@ test('redactUrl hides passwords in the authority and in the query', () => {
   assert.equal(redactUrl('sqlite:./data/x.sqlite'), 'sqlite:./data/x.sqlite')
   assert.equal(redactUrl('postgres://app:one@db-1/x,postgres://db-2/x?password=two,postgres://app:th,ree@db-3/x'),
     'postgres://app:****@db-1/x,postgres://db-2/x?password=****,postgres://app:****@db-3/x')
+})
+
+test('describeConfig lists every variable of the schema, in its order, masking what the schema marks secret', () => {
+  const config = loadConfig({
+    DATABASE_URL: 'postgres://app:s3cret@db-1/animals',
+    DATABASE_REPLICA_URLS: 'postgres://app:s3cret@db-2/animals',
+    REDIS_URL: 'redis://:s3cret@cache:6379',
+    METRICS_TOKEN: 's3cret-0123456789abcdef'
+  })
+  const rows = describeConfig(config)
+  assert.deepEqual(rows.map(([name]) => name), VARIABLES.map(([, schema]) => schema.env))
+  assert.ok(!JSON.stringify(rows).includes('s3cret'), JSON.stringify(rows))
+  const shown = Object.fromEntries(rows)
+  assert.equal(shown.DATABASE_URL, 'postgres://app:****@db-1/animals')
+  assert.equal(shown.DATABASE_REPLICA_URLS, 'postgres://app:****@db-2/animals')
+  assert.equal(shown.METRICS_TOKEN, '****')
+  assert.equal(Object.fromEntries(describeConfig(loadConfig({}))).METRICS_TOKEN, '')
+  for (const [, schema] of VARIABLES.filter(([, schema]) => schema.secret === undefined)) assert.doesNotMatch(shown[schema.env] ?? '', /\*\*\*\*/)
 })
