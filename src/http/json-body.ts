@@ -1,8 +1,8 @@
 import { parse as parseLossless } from 'lossless-json'
-import { ApiError } from '../core/errors.js'
+import { ApiError, errors } from '../core/errors.js'
 import { parseInt64Literal } from '../core/int64.js'
 
-export const MAX_BODY_BYTES = 65_536
+export { MAX_BODY_BYTES } from '../core/limits.js'
 
 /** Where the exact value of a categoryId travels from the parser to the handler (a double cannot hold it beyond 2^53). */
 export const EXACT_CATEGORY_ID = Symbol('exactCategoryId')
@@ -24,7 +24,7 @@ class NumberLiteral {
  * anything could look at them.
  */
 export function parseJsonBody (bytes: Buffer): unknown {
-  if (bytes.length === 0) throw ApiError.invalidRequest('the request body is empty; send a JSON object')
+  if (bytes.length === 0) throw errors.bodyEmpty()
   let text: string
   try {
     text = utf8.decode(bytes)
@@ -59,7 +59,7 @@ export function parseJsonBody (bytes: Buffer): unknown {
 
 function setExactCategoryId (body: Record<string | symbol, unknown>, literal: string): void {
   const exact = parseInt64Literal(literal)
-  if (exact === undefined) throw ApiError.invalidRequest('categoryId must be an integer between -9223372036854775808 and 9223372036854775807')
+  if (exact === undefined) throw errors.categoryIdOutOfRange()
   const number = Number(exact)
   body.categoryId = number
   if (!Number.isSafeInteger(number)) body[EXACT_CATEGORY_ID] = exact

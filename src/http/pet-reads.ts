@@ -1,5 +1,5 @@
 import { type CursorCodec, InvalidCursorError } from '../core/cursor.js'
-import { ApiError } from '../core/errors.js'
+import { errors } from '../core/errors.js'
 import { MAX_PET_ID, type PetStatus } from '../core/pets.js'
 import type { CatalogPage, PetCatalog } from '../services/pet-catalog.js'
 import type { Answer } from './exchange.js'
@@ -92,13 +92,11 @@ export class PetReads {
   private positionOf (cursor: string, status: PetStatus | undefined): number {
     try {
       const position = this.cursors.decode(cursor)
-      if (position.status !== status) {
-        throw ApiError.invalidRequest('query parameter cursor was issued for another status filter; use it with the same status')
-      }
+      if (position.status !== status) throw errors.cursorOfOtherFilter()
       return position.afterId
     } catch (error) {
       if (!(error instanceof InvalidCursorError)) throw error
-      throw ApiError.invalidRequest('query parameter cursor is not valid; take it unchanged from the Link header of the previous page')
+      throw errors.invalidCursor()
     }
   }
 }

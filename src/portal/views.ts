@@ -236,7 +236,8 @@ function keysTable (keys: readonly ApiKeyRow[], caption: string, context: KeyTab
   </div>`
 }
 
-const SCOPE_WORDS: Readonly<Record<Scope, string>> = {
+/** What the key form says each scope allows, naming the operations whose x-required-scopes is that scope. */
+export const SCOPE_WORDS: Readonly<Record<Scope, string>> = {
   'animals:read': 'list and read animals (listPets, getPet)',
   'animals:write': 'add animals (createPet)'
 }

@@ -1,10 +1,7 @@
 import type { Answer } from '../exchange.js'
 import { jsonAnswer } from '../exchange.js'
 import type { Operation } from '../operation.js'
-import { errorResponses } from '../schemas/error.js'
-
-const SHEDDING = { summary: 'Shedding load', code: 'service_unavailable', message: 'the service is overloaded; retry shortly' } as const
-const DRAINING = { summary: 'Draining before a stop', code: 'service_unavailable', message: 'the service is shutting down; retry shortly' } as const
+import { errorResponses, UNAVAILABLE_EXAMPLES } from '../schemas/error.js'
 
 /** The path of the one document under /v1 anyone may read without a key (the authentication step lets it through). */
 export const OPENAPI_DOCUMENT_PATH = '/v1/openapi.json'
@@ -29,7 +26,7 @@ export function openApiDocumentOperation (document: () => string): Operation {
       response: {
         200: { description: 'The OpenAPI 3.1 document.', type: 'object', additionalProperties: true },
         // No key, so no rate limit and no database: only shedding and draining can refuse it.
-        ...errorResponses([503], { 503: { overloaded: SHEDDING, shuttingDown: DRAINING } })
+        ...errorResponses([503], { 503: { overloaded: UNAVAILABLE_EXAMPLES.overloaded, shuttingDown: UNAVAILABLE_EXAMPLES.shuttingDown } })
       }
     },
     handle: function getOpenApiDocument () {

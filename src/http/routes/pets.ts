@@ -1,6 +1,7 @@
 import { Type } from 'typebox'
-import { ApiError } from '../../core/errors.js'
+import { ApiError, errors } from '../../core/errors.js'
 import { parsePositiveInt64Number } from '../../core/int64.js'
+import { figure, MAX_BODY_BYTES, PAGE_SIZE } from '../../core/limits.js'
 import { MAX_PET_ID, petToJson } from '../../core/pets.js'
 import { parseIdempotencyKey } from '../../core/idempotency.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
@@ -10,10 +11,10 @@ import { createdHeaders, deprecationHeaders } from '../headers.js'
 import { EXACT_CATEGORY_ID } from '../json-body.js'
 import type { Operation } from '../operation.js'
 import type { ListPetsRequest, PetReads } from '../pet-reads.js'
-import { errorResponses, keyedResponses, withHeaders, type ErrorExamples } from '../schemas/error.js'
+import { errorResponses, example, keyedResponses, withHeaders, type ErrorExamples } from '../schemas/error.js'
 import { DEPRECATION_HEADERS, ETAG_HEADER, LOCATION_HEADER, NEXT_LINK_HEADER } from '../schemas/headers.js'
 import { requiresScope } from '../schemas/scopes.js'
-import { IdempotencyKeyHeaderSchema, ListPetsQuerySchema, PAGE_SIZE, PetIdParamsSchema, type ListPetsQuery, type NewPet } from '../schemas/pet.js'
+import { IdempotencyKeyHeaderSchema, ListPetsQuerySchema, PetIdParamsSchema, type ListPetsQuery, type NewPet } from '../schemas/pet.js'
 
 export interface PetOperationsOptions {
   catalog: PetCatalog
@@ -46,9 +47,7 @@ function readListQuery (exchange: Exchange): void {
   const limit = single(raw, 'limit')
   const status = single(raw, 'status')
   const cursor = single(raw, 'cursor')
-  if (limit !== undefined && !LIMIT_TEXT.test(limit)) {
-    throw ApiError.invalidRequest(`query parameter limit must be an integer from ${PAGE_SIZE.minimum} to ${PAGE_SIZE.maximum}, written as digits`)
-  }
+  if (limit !== undefined && !LIMIT_TEXT.test(limit)) throw errors.limitOutOfRange()
   if (cursor === '') throw ApiError.invalidRequest('query parameter cursor must not be empty')
   const query: ListPetsQuery = {}
   if (limit !== undefined) query.limit = Number(limit)
@@ -60,51 +59,50 @@ function readListQuery (exchange: Exchange): void {
 function readPetId (exchange: Exchange): void {
   const text = (exchange.params as { petId: string }).petId
   const petId = parsePositiveInt64Number(text)
-  if (petId === undefined) {
-    throw ApiError.invalidRequest('path parameter petId must be an integer from 1 to 9223372036854775807, written as digits')
-  }
+  if (petId === undefined) throw errors.invalidPetId()
   // CONTRACT.md takes any int64 here; one beyond the ids assigned names no animal: 404, not the schema's 400.
-  if (petId > MAX_PET_ID) throw noSuchPet(text)
+  if (petId > MAX_PET_ID) throw errors.noSuchPet(text)
   exchange.params = { petId }
-}
-
-function noSuchPet (petId: number | string): ApiError {
-  return ApiError.notFound(`no animal has id ${petId}`)
 }
 
 /** What the server answers to each kind of invalid request, as the document shows it. */
 const LIST_PETS_400: ErrorExamples = {
-  limit: { summary: 'limit out of range', code: 'invalid_request', message: 'query parameter limit must be an integer from 1 to 100, written as digits' },
+  limit: example('limit out of range', errors.limitOutOfRange()),
   status: { summary: 'An unknown status', code: 'invalid_request', message: 'query parameter status must be one of available, pending, sold' },
-  cursor: { summary: 'A cursor this server did not issue', code: 'invalid_request', message: 'query parameter cursor is not valid; take it unchanged from the Link header of the previous page' }
+  cursor: example('A cursor this server did not issue', errors.invalidCursor())
 }
 const CREATE_PET_400: ErrorExamples = {
   missingField: { summary: 'A required field is missing', code: 'invalid_request', message: 'name is required' },
-  categoryId: { summary: 'categoryId outside int64', code: 'invalid_request', message: 'categoryId must be an integer between -9223372036854775808 and 9223372036854775807' },
+  categoryId: example('categoryId outside int64', errors.categoryIdOutOfRange()),
   unknownField: { summary: 'A field NewPet does not have', code: 'invalid_request', message: 'unknown field "id": the allowed fields are name, categoryId, status' },
-  idempotencyKey: { summary: 'An invalid Idempotency-Key', code: 'invalid_request', message: 'header Idempotency-Key must be 1 to 255 visible ASCII characters, sent once' }
+  idempotencyKey: example('An invalid Idempotency-Key', errors.invalidIdempotencyKey())
 }
 const GET_PET_400: ErrorExamples = {
-  petId: { summary: 'petId is not a positive int64', code: 'invalid_request', message: 'path parameter petId must be an integer from 1 to 9223372036854775807, written as digits' }
+  petId: example('petId is not a positive int64', errors.invalidPetId())
 }
 const GET_PET_404: ErrorExamples = {
-  unknown: { summary: 'No animal has this id', code: 'not_found', message: 'no animal has id 999999' }
+  unknown: example('No animal has this id', errors.noSuchPet(999999))
 }
 
 function readIdempotencyKey (exchange: Exchange): string | undefined {
   const header = exchange.headers['idempotency-key']
   if (header === undefined) return undefined
   const key = typeof header === 'string' ? parseIdempotencyKey(header) : undefined
-  if (key === undefined) throw ApiError.invalidRequest('header Idempotency-Key must be 1 to 255 visible ASCII characters, sent once')
+  if (key === undefined) throw errors.invalidIdempotencyKey()
   return key
 }
 
 /** listPets, createPet and getPet. */
 export function petOperations ({ catalog, reads, idempotencyKeys }: PetOperationsOptions): Operation[] {
-  const created = (id: number, body: string): Answer =>
-    ({ statusCode: 201, headers: [...createdHeaders(id), 'content-length', String(Buffer.byteLength(body))], body })
+  return [listPetsOperation(reads), createPetOperation(catalog, idempotencyKeys), getPetOperation(reads)]
+}
 
-  const listPets: Operation = {
+function created (id: number, body: string): Answer {
+  return { statusCode: 201, headers: [...createdHeaders(id), 'content-length', String(Buffer.byteLength(body))], body }
+}
+
+function listPetsOperation (reads: PetReads): Operation {
+  return {
     operationId: 'listPets',
     method: 'GET',
     url: '/pets',
@@ -132,15 +130,17 @@ export function petOperations ({ catalog, reads, idempotencyKeys }: PetOperation
       return reads.cachedListPets(wanted) ?? reads.listPets(wanted)
     }
   }
+}
 
-  const createPet: Operation = {
+function createPetOperation (catalog: PetCatalog, idempotencyKeys: IdempotencyKeys): Operation {
+  return {
     operationId: 'createPet',
     method: 'POST',
     url: '/pets',
     schema: requiresScope('animals:write', {
       operationId: 'createPet',
       summary: 'Add an animal',
-      description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most 65,536 bytes. No type coercion: `"5"` is not an integer.\n\n' +
+      description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most ' + figure(MAX_BODY_BYTES) + ' bytes. No type coercion: `"5"` is not an integer.\n\n' +
         'Addition to the specification: with an `Idempotency-Key` header (IETF httpapi draft), a retry with the same key and the same animal returns the first response (status, body, `Location`) without creating a second animal, on any instance. The same key with another animal gets 422; while the first request with a key is still in flight, another gets 409. Keys belong to the API key that sent them and are kept 24 hours.',
       tags: ['animals'],
       headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKeyHeaderSchema) }),
@@ -162,8 +162,8 @@ export function petOperations ({ catalog, reads, idempotencyKeys }: PetOperation
 
       if (claim !== undefined) {
         const earlier = await idempotencyKeys.claim(claim, pet)
-        if (earlier.outcome === 'mismatch') throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was already used with a different animal; use a new key')
-        if (earlier.outcome === 'in_flight') throw new ApiError('idempotency_key_in_use', 'a request with this Idempotency-Key is still being processed; retry shortly')
+        if (earlier.outcome === 'mismatch') throw errors.idempotencyKeyReused()
+        if (earlier.outcome === 'in_flight') throw errors.idempotencyKeyInUse()
         if (earlier.outcome === 'completed') {
           const body = await catalog.findById(earlier.petId)
           if (body === undefined) throw new Error(`idempotency key refers to missing animal ${earlier.petId}`)
@@ -179,8 +179,10 @@ export function petOperations ({ catalog, reads, idempotencyKeys }: PetOperation
       }
     }
   }
+}
 
-  const getPet: Operation = {
+function getPetOperation (reads: PetReads): Operation {
+  return {
     operationId: 'getPet',
     method: 'GET',
     url: '/pets/:petId',
@@ -203,11 +205,9 @@ export function petOperations ({ catalog, reads, idempotencyKeys }: PetOperation
       const cached = reads.cachedPet(petId)
       if (cached !== undefined) return cached
       return reads.getPet(petId).then((answer) => {
-        if (answer === undefined) throw noSuchPet(petId)
+        if (answer === undefined) throw errors.noSuchPet(petId)
         return answer
       })
     }
   }
-
-  return [listPets, createPet, getPet]
 }

@@ -1,9 +1,9 @@
-import { ApiError } from '../../core/errors.js'
+import { errors } from '../../core/errors.js'
 import type { Operation } from '../operation.js'
-import { errorResponses, keyedResponses, type ErrorExamples } from '../schemas/error.js'
+import { errorResponses, example, keyedResponses, type ErrorExamples } from '../schemas/error.js'
 
 const NOT_IMPLEMENTED: ErrorExamples = {
-  notImplemented: { summary: 'Always', code: 'not_implemented', message: 'store orders are not available in this version of the API' }
+  notImplemented: example('Always', errors.storeOrdersNotImplemented())
 }
 
 /** listStoreOrders: named by the specification without any behaviour, so it always answers 501. */
@@ -21,7 +21,7 @@ export function storeOrderOperations (): Operation[] {
       response: keyedResponses(errorResponses([401, 501], { 501: NOT_IMPLEMENTED }))
     },
     handle: function listStoreOrders () {
-      throw new ApiError('not_implemented', 'store orders are not available in this version of the API')
+      throw errors.storeOrdersNotImplemented()
     }
   }]
 }

@@ -1,9 +1,11 @@
 import { Type, type TSchema } from 'typebox'
-import { STATUS_BY_CODE, type ErrorCode } from '../../core/errors.js'
+import { errors, STATUS_BY_CODE, type ApiError, type ErrorCode } from '../../core/errors.js'
+import { figure, MAX_BODY_BYTES } from '../../core/limits.js'
 import { MAX_PET_ID } from '../../core/pets.js'
+import { WWW_AUTHENTICATE, WWW_AUTHENTICATE_EXPIRED, WWW_AUTHENTICATE_INVALID } from '../headers.js'
 import { RATE_LIMIT_HEADERS, RETRY_AFTER_HEADER, WWW_AUTHENTICATE_HEADER } from './headers.js'
 
-/** A message may quote a field name of the request body (at most 65,536 bytes), so this bounds it with room to spare. */
+/** A message may quote a field name of the request body (at most MAX_BODY_BYTES), so this bounds it with room to spare. */
 const MAX_MESSAGE_LENGTH = 66_000
 
 export const ErrorSchema = Type.Object({
@@ -35,13 +37,25 @@ export interface ErrorExample {
 /** Examples keyed by a short name; a status with several causes has one per cause. */
 export type ErrorExamples = Record<string, ErrorExample>
 
+/** The example of what the server sends in one situation, from the error the server builds for it. */
+export function example (summary: string, error: ApiError): ErrorExample {
+  return { summary, code: error.code, message: error.message }
+}
+
+/** The causes of a 503: every operation may meet them, the public document only the first two. */
+export const UNAVAILABLE_EXAMPLES = {
+  overloaded: example('Shedding load', errors.overloaded()),
+  shuttingDown: example('Draining before a stop', errors.draining()),
+  databaseUnavailable: example('The database is unreachable', errors.databaseUnavailable())
+}
+
 const DESCRIPTIONS: Record<number, string> = {
   400: 'The request is invalid; the message names the field or parameter.',
   401: 'The API key is missing, invalid, revoked or expired. Get a key in the [developer portal](/portal).',
   403: 'The API key is valid but lacks the scope this operation needs (insufficient_scope); the WWW-Authenticate header names the scope.',
   404: 'The requested resource could not be found.',
   409: 'A request with the same Idempotency-Key is still in flight (idempotency_key_in_use).',
-  413: 'The request body is larger than 65,536 bytes.',
+  413: `The request body is larger than ${figure(MAX_BODY_BYTES)} bytes.`,
   415: 'The request body is not application/json (or has a Content-Encoding other than identity).',
   422: 'The Idempotency-Key was already used with a different request body (idempotency_key_reused).',
   429: 'Sent only when rate limiting is configured (RATE_LIMIT_PER_MINUTE): this API key made more requests in the ' +
@@ -55,35 +69,31 @@ const DESCRIPTIONS: Record<number, string> = {
 /** The examples of statuses whose messages do not depend on the operation. */
 const EXAMPLES: Record<number, ErrorExamples> = {
   401: {
-    missingKey: { summary: 'No Authorization header', code: 'unauthorized', message: 'an API key is required: send Authorization: Bearer <API_KEY>' },
-    otherScheme: { summary: 'Another scheme than Bearer', code: 'unauthorized', message: 'the Authorization header must use the Bearer scheme' },
-    invalidKey: { summary: 'A key that is unknown or revoked', code: 'unauthorized', message: 'the API key is invalid or has been revoked' },
-    expiredKey: { summary: 'A key past its expiry', code: 'unauthorized', message: 'the API key expired at 2026-12-01T00:00:00.000Z; create or roll a key in the developer portal' }
+    missingKey: example('No Authorization header', errors.keyRequired(WWW_AUTHENTICATE)),
+    otherScheme: example('Another scheme than Bearer', errors.notBearer(WWW_AUTHENTICATE)),
+    invalidKey: example('A key that is unknown or revoked', errors.invalidKey(WWW_AUTHENTICATE_INVALID)),
+    expiredKey: example('A key past its expiry', errors.expiredKey(Date.parse('2026-12-01T00:00:00.000Z'), WWW_AUTHENTICATE_EXPIRED))
   },
   409: {
-    inFlight: { summary: 'The first request with this key is still running', code: 'idempotency_key_in_use', message: 'a request with this Idempotency-Key is still being processed; retry shortly' }
+    inFlight: example('The first request with this key is still running', errors.idempotencyKeyInUse())
   },
   413: {
-    tooLarge: { summary: 'A body over 65,536 bytes', code: 'payload_too_large', message: 'the request body is larger than 65536 bytes' }
+    tooLarge: example(`A body over ${figure(MAX_BODY_BYTES)} bytes`, errors.bodyTooLarge())
   },
   415: {
-    notJson: { summary: 'A body that is not JSON', code: 'unsupported_media_type', message: 'Content-Type must be application/json, not text/plain' },
-    encoded: { summary: 'A compressed body', code: 'unsupported_media_type', message: 'Content-Encoding "gzip" is not supported; send the body unencoded' }
+    notJson: example('A body that is not JSON', errors.notJson('text/plain')),
+    encoded: example('A compressed body', errors.encodedBody('gzip'))
   },
   422: {
-    reused: { summary: 'The key was used with another animal', code: 'idempotency_key_reused', message: 'this Idempotency-Key was already used with a different animal; use a new key' }
+    reused: example('The key was used with another animal', errors.idempotencyKeyReused())
   },
   429: {
-    rateLimited: { summary: 'Over the per-key limit', code: 'rate_limited', message: 'rate limit of 100 requests per minute exceeded; retry in 42 seconds' }
+    rateLimited: example('Over the per-key limit', errors.rateLimited(100, 42))
   },
   507: {
-    idsExhausted: { summary: 'No id is left to assign', code: 'insufficient_storage', message: `no animal was created: every id up to ${MAX_PET_ID} is taken` }
+    idsExhausted: example('No id is left to assign', errors.idsExhausted())
   },
-  503: {
-    overloaded: { summary: 'Shedding load', code: 'service_unavailable', message: 'the service is overloaded; retry shortly' },
-    shuttingDown: { summary: 'Draining before a stop', code: 'service_unavailable', message: 'the service is shutting down; retry shortly' },
-    databaseUnavailable: { summary: 'The database is unreachable', code: 'service_unavailable', message: 'the database is unavailable; retry shortly' }
-  }
+  503: UNAVAILABLE_EXAMPLES
 }
 
 const HEADERS: Record<number, Record<string, object>> = {

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { INT64_MAX, INT64_MIN } from '../../core/int64.js'
+import { PAGE_SIZE } from '../../core/limits.js'
 import { MAX_PET_ID, PET_STATUSES, type PetStatus } from '../../core/pets.js'
 
 /**
@@ -76,14 +77,11 @@ export const PetsSchema = Type.Array(Type.Ref('Pet'), {
   examples: [[{ id: 1, name: 'Rex', categoryId: 1, status: 'available' }, { id: 2, name: 'Tom', categoryId: 2 }]]
 })
 
-/** The page size's bounds and default: written once, read by the schema below and by the route's messages. */
-export const PAGE_SIZE = { minimum: 1, maximum: 100, default: 20 } as const
-
 const LimitSchema = Type.Integer({
   format: 'int32',
   ...PAGE_SIZE,
-  description: 'Maximum number of animals returned, 1 to 100, written as digits without sign or leading zero.',
-  examples: [20]
+  description: `Maximum number of animals returned, ${PAGE_SIZE.minimum} to ${PAGE_SIZE.maximum}, written as digits without sign or leading zero.`,
+  examples: [PAGE_SIZE.default]
 })
 
 export const ListPetsQuerySchema = Type.Object({

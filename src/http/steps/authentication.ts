@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import { bearerTokenOf } from '../../core/api-keys.js'
-import { ApiError } from '../../core/errors.js'
+import { ApiError, errors } from '../../core/errors.js'
 import { hasExpired, type KeyVerifier, type VerifiedKey } from '../../services/key-verifier.js'
 import { errorAnswer, type Answer, type Exchange } from '../exchange.js'
 import { headerCount, WWW_AUTHENTICATE, WWW_AUTHENTICATE_EXPIRED, WWW_AUTHENTICATE_INVALID } from '../headers.js'
@@ -28,21 +28,18 @@ function isPublic (exchange: Exchange): boolean {
 async function authenticate (verifier: KeyVerifier, authorization: string | undefined): Promise<VerifiedKey> {
   const { scheme, token } = bearerTokenOf(authorization)
   if (scheme !== 'bearer') {
-    throw new ApiError('unauthorized',
-      scheme === 'none' ? 'an API key is required: send Authorization: Bearer <API_KEY>' : 'the Authorization header must use the Bearer scheme',
-      { 'www-authenticate': WWW_AUTHENTICATE })
+    throw scheme === 'none' ? errors.keyRequired(WWW_AUTHENTICATE) : errors.notBearer(WWW_AUTHENTICATE)
   }
   const key = token === undefined ? undefined : await verifier.verify(token)
   if (key === undefined) {
-    throw new ApiError('unauthorized', 'the API key is invalid or has been revoked', { 'www-authenticate': WWW_AUTHENTICATE_INVALID })
+    throw errors.invalidKey(WWW_AUTHENTICATE_INVALID)
   }
   return key
 }
 
 /** The 401 of a key presented after its expiry: it says so, with the instant, so that its owner knows to roll it. */
 function expiredKeyError (key: VerifiedKey): ApiError {
-  return new ApiError('unauthorized', `the API key expired at ${new Date(key.expiresAt).toISOString()}; create or roll a key in the developer portal`,
-    { 'www-authenticate': WWW_AUTHENTICATE_EXPIRED })
+  return errors.expiredKey(key.expiresAt, WWW_AUTHENTICATE_EXPIRED)
 }
 
 /** What the step tells others about (the audit trail). */

@@ -1,8 +1,8 @@
-import { ApiError } from '../../core/errors.js'
+import { errors } from '../../core/errors.js'
 import { errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
-const DRAINING = new ApiError('service_unavailable', 'the service is shutting down; retry shortly', { 'retry-after': '1' })
+const DRAINING = errors.draining()
 
 /**
  * Requests that reach the server while it shuts down (on a connection that was not idle when it

@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { FastifyBaseLogger } from 'fastify'
-import { ApiError } from '../../core/errors.js'
+import { errors } from '../../core/errors.js'
 import { errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
@@ -11,7 +11,7 @@ const SHED_WARNING_INTERVAL_MS = 1000
 /** The histogram's own resolution, taken off its mean as the delay a loop with no lag shows. */
 const RESOLUTION_MS = 10
 
-const OVERLOADED = new ApiError('service_unavailable', 'the service is overloaded; retry shortly', { 'retry-after': '1' })
+const OVERLOADED = errors.overloaded()
 
 /**
  * Whether a request is shed for this event-loop delay: only for one measured above the limit. A

@@ -1,4 +1,4 @@
-import { ApiError } from '../../core/errors.js'
+import { errors } from '../../core/errors.js'
 import type { Admission, RateLimiter } from '../../services/rate-limiter.js'
 import { errorAnswer, type Answer, type Exchange } from '../exchange.js'
 import type { Step } from '../pipeline.js'
@@ -11,8 +11,7 @@ function admit (limiter: RateLimiter, exchange: Exchange, admission: Admission):
     return undefined
   }
   exchange.header('ratelimit', `"per-key";r=0;t=${admission.resetSeconds}`)
-  return errorAnswer(new ApiError('rate_limited', `rate limit of ${limiter.limit} requests per minute exceeded; retry in ${admission.resetSeconds} seconds`,
-    { 'retry-after': String(admission.resetSeconds) }))
+  return errorAnswer(errors.rateLimited(limiter.limit, admission.resetSeconds))
 }
 
 /**

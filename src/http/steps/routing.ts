@@ -1,6 +1,6 @@
-import { ApiError } from '../../core/errors.js'
+import { errors } from '../../core/errors.js'
 import type { ApiRoutes } from '../api-routes.js'
-import { MAX_PATH_SEGMENT_LENGTH, noRouteError } from '../errors.js'
+import { noRouteError } from '../errors.js'
 import { emptyAnswer, errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
@@ -15,14 +15,14 @@ export function routing (routes: ApiRoutes): Step {
     name: 'routing',
     scope: 'api',
     onRequest: function route (exchange) {
-      if (routes.hasOverlongSegment(exchange)) return errorAnswer(ApiError.invalidRequest(`a path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`))
+      if (routes.hasOverlongSegment(exchange)) return errorAnswer(errors.segmentTooLong())
       const found = routes.routeOf(exchange)
       if (found === undefined) return errorAnswer(noRouteError(exchange.method, exchange.path, routes))
       const { resource, operation } = found
       if (operation === undefined) {
         if (exchange.method === 'OPTIONS') return emptyAnswer(204, ['allow', resource.allow])
         const path = resource.template.replace(/:(\w+)/g, '{$1}')
-        return errorAnswer(new ApiError('method_not_allowed', `${exchange.method} is not allowed on ${path}; allowed: ${resource.allow}`, { allow: resource.allow }))
+        return errorAnswer(errors.methodNotAllowed(exchange.method, path, resource.allow))
       }
       exchange.operation = operation
       exchange.params = found.params

@@ -3,7 +3,7 @@ import { AjvCompiler } from '@fastify/ajv-compiler'
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv'
 import { parse as parseContentType } from 'fast-content-type-parse'
 import getRawBody from 'raw-body'
-import { ApiError } from '../../core/errors.js'
+import { ApiError, errors } from '../../core/errors.js'
 import type { ApiRoutes } from '../api-routes.js'
 import { announcesBody, type Exchange } from '../exchange.js'
 import { MAX_BODY_BYTES, parseJsonBody } from '../json-body.js'
@@ -49,30 +49,30 @@ function compileValidators (operations: readonly Operation[]): Map<Operation, Ar
 function checkBodyHeaders (headers: IncomingHttpHeaders): void {
   const encoding = headers['content-encoding']
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-    throw ApiError.unsupportedMediaType(`Content-Encoding ${JSON.stringify(encoding)} is not supported; send the body unencoded`)
+    throw errors.encodedBody(encoding)
   }
   const contentType = headers['content-type']
-  if (contentType === undefined) throw ApiError.unsupportedMediaType('Content-Type must be application/json')
+  if (contentType === undefined) throw errors.notJson()
   let mediaType: { type: string, parameters: Record<string, string> }
   try {
     mediaType = parseContentType(contentType)
   } catch {
-    throw ApiError.unsupportedMediaType('Content-Type must be application/json')
+    throw errors.notJson()
   }
-  if (mediaType.type !== 'application/json') throw ApiError.unsupportedMediaType(`Content-Type must be application/json, not ${mediaType.type.slice(0, 100)}`)
+  if (mediaType.type !== 'application/json') throw errors.notJson(mediaType.type)
   const charset = mediaType.parameters.charset
   if (charset === undefined) return
   // The parser keeps the last of repeated parameters; a client that sends two means one of them.
-  if (contentType.toLowerCase().split('charset').length > 2) throw ApiError.unsupportedMediaType('Content-Type names its charset more than once; send charset=utf-8 once')
-  if (charset.toLowerCase() !== 'utf-8') throw ApiError.unsupportedMediaType('the request body must be UTF-8 (charset=utf-8)')
+  if (contentType.toLowerCase().split('charset').length > 2) throw errors.charsetRepeated()
+  if (charset.toLowerCase() !== 'utf-8') throw errors.charsetNotUtf8()
 }
 
 /** What the body reader's failures mean to the client. */
 function bodyError (error: getRawBody.RawBodyError): ApiError {
   switch (error.type) {
-    case 'entity.too.large': return new ApiError('payload_too_large', `the request body is larger than ${MAX_BODY_BYTES} bytes`)
-    case 'request.size.invalid': return ApiError.invalidRequest('Content-Length does not match the body sent')
-    default: return ApiError.invalidRequest('the request body could not be read')
+    case 'entity.too.large': return errors.bodyTooLarge()
+    case 'request.size.invalid': return errors.contentLengthMismatch()
+    default: return errors.bodyUnreadable()
   }
 }
 
@@ -80,7 +80,7 @@ function bodyError (error: getRawBody.RawBodyError): ApiError {
  * The request's input, checked against its operation's schema (compiled once, with the validator
  * the framework uses, @fastify/ajv-compiler). An operation that takes a body has its headers
  * checked before a byte of it is read (415), then a client that sent `Expect: 100-continue` is
- * told to send it, and the body is read (raw-body: at most 65,536 bytes, 413 beyond, chunked or
+ * told to send it, and the body is read (raw-body: at most MAX_BODY_BYTES, 413 beyond, chunked or
  * not) and parsed without losing an int64 (json-body.ts). Then the operation's own checks of the
  * input as written (`prepare`), and the schema's. A violation is 400 naming the field.
  */
