@@ -173,7 +173,7 @@ async function addKeys (target: Target, email: string, count: number): Promise<s
 
 /** The status, whether it is a page, and whether its message names `field`. */
 function refusal (answer: Answer, field: string): string {
-  return `${answer.status}${isHtml(answer) ? ' page' : ' not a page'}${messageOf(answer.body).includes(`The ${field} must not contain control characters`) ? `, names the ${field}` : `: ${messageOf(answer.body) || answer.body.slice(0, 80)}`}`
+  return `${answer.status}${isHtml(answer) ? ' page' : ' not a page'}${new RegExp(`^The ${field} must not contain (control|bidirectional formatting) characters`).test(messageOf(answer.body)) ? `, names the ${field}` : `: ${messageOf(answer.body) || answer.body.slice(0, 80)}`}`
 }
 
 /** An API key of a fresh account, for the cases that call the API. */
@@ -800,6 +800,52 @@ export const CASES: AttackCase[] = [
       const [code] = await once(child, 'close') as [number | null]
       const observed = `exit ${String(code)}, ${/\n\s+at /.test(stderr) ? 'a stack trace' : 'no stack trace'}, ${await liveKeys(target, email) === 0 ? 'no live key' : 'a live key nobody saw'}`
       return { observed, ok: observed === 'exit 1, no stack trace, no live key' }
+    }
+  },
+  // Issue 39, 10. U+0085 and bidirectional controls were accepted in emails, labels and pet names.
+  {
+    item: '39.10',
+    name: 'text rules: POST /v1/pets with U+0085, U+202E, U+2066 in the name; then a right-to-left name with U+200F',
+    expected: '400 400 400 201',
+    run: async (target) => {
+      const key = await apiKey(target)
+      const statuses: number[] = []
+      for (const name of ['a\u0085b', '\u202eRex', '\u2066xoF\u2069', '\u05e8\u05e7\u05e1 2\u200f']) {
+        const response = await fetch(`${target.baseUrl}/v1/pets`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name, categoryId: 1 }) })
+        await response.arrayBuffer()
+        statuses.push(response.status)
+      }
+      const observed = statuses.join(' ')
+      return { observed, ok: observed === '400 400 400 201' }
+    }
+  },
+  ...([['U+202E', 'moc.elpmaxe@\u202enilla'], ['U+0085', 'alice@attack.example\u0085']] as const).map(([character, email]): AttackCase => ({
+    item: '39.10',
+    name: `text rules: sign-up with ${character} in the email`,
+    expected: '400 page, names the email address',
+    run: async (target) => {
+      const answer = await new Browser(target.baseUrl, addresses()(1)).submit('/portal/signup', '/portal/signup', { email, password: PASSWORD })
+      const observed = refusal(answer, 'email address')
+      return { observed, ok: observed === '400 page, names the email address' }
+    }
+  })),
+  {
+    item: '39.10',
+    name: 'text rules: key labels with U+202E, U+200E and U+0085 on POST /portal/keys and keys create --label',
+    expected: '400 page, names the label ×3; CLI exit 1 ×3; no key',
+    run: async (target) => {
+      const email = unique('bidi')
+      const browser = await signedUp(target, email, addresses()(1))
+      const labels = ['prod\u202eved', 'ci\u200e', 'lap\u0085top']
+      const pages: string[] = []
+      const exits: Array<number | null> = []
+      for (const label of labels) {
+        pages.push(refusal(await browser.submit('/portal/keys', '/portal/keys', { label }), 'label'))
+        exits.push((await target.cli(['keys', 'create', '--email', email, '--label', label])).code)
+      }
+      const allPages = pages.every((page) => page === '400 page, names the label') ? '400 page, names the label ×3' : pages.join(' | ')
+      const observed = `${allPages}; CLI exit ${exits.every((code) => code === 1) ? '1 ×3' : exits.join(',')}; ${await liveKeys(target, email) === 0 ? 'no key' : 'a key was made'}`
+      return { observed, ok: observed === '400 page, names the label ×3; CLI exit 1 ×3; no key' }
     }
   }
 ]

@@ -116,7 +116,7 @@ export interface components {
          *     }
          */
         NewPet: {
-            /** @description The animal's name: 1 to 200 characters (code points), kept exactly as sent; control characters are not allowed. */
+            /** @description The animal's name: 1 to 200 characters (code points), kept exactly as sent; control characters (U+0000 to U+001F, U+007F to U+009F) or bidirectional overrides, embeddings and isolates (U+202A to U+202E, U+2066 to U+2069) are not allowed (the bidirectional marks U+061C, U+200E and U+200F are). */
             name: string;
             /**
              * Format: int64
@@ -142,7 +142,7 @@ export interface components {
              * @example 1
              */
             id: number;
-            /** @description The animal's name: 1 to 200 characters (code points), kept exactly as sent; control characters are not allowed. */
+            /** @description The animal's name: 1 to 200 characters (code points), kept exactly as sent; control characters (U+0000 to U+001F, U+007F to U+009F) or bidirectional overrides, embeddings and isolates (U+202A to U+202E, U+2066 to U+2069) are not allowed (the bidirectional marks U+061C, U+200E and U+200F are). */
             name: string;
             /**
              * Format: int64

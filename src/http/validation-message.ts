@@ -1,3 +1,5 @@
+import { REFUSED_IN_TEXT } from '../core/accounts.js'
+
 /** Turns the first schema violation into a sentence a client developer can act on. */
 export interface SchemaViolation {
   keyword: string
@@ -32,7 +34,7 @@ export function validationMessage (violation: SchemaViolation, context: Validati
     case 'maxLength':
       return `${subject} must be at most ${String(params.limit)} characters long`
     case 'pattern':
-      return `${subject} must not contain control characters (U+0000 to U+001F, U+007F) or unpaired surrogates`
+      return `${subject} must not contain ${REFUSED_IN_TEXT}, or unpaired surrogates`
     case 'enum':
       return `${subject} must be one of ${(params.allowedValues as unknown[]).join(', ')}`
     case 'minimum':

@@ -227,6 +227,17 @@ describe('animal-store CLI', () => {
       assert.equal((await store.accounts.findCredentials('ops@example.com'))?.passwordHash, null)
     })
 
+    test('refuses C1 controls everywhere and bidirectional controls in an email and a label with exit 1 naming the field; a name keeps the marks', { timeout: 60_000 }, async (t) => {
+      const { env } = newEnv(t)
+      await fails(['accounts', 'create', '--email', 'ops@example.com\u0085'], env, /^error: The email address must not contain control characters \(it contains U\+0085\)\.$/m)
+      await fails(['accounts', 'create', '--email', 'moc.elpmaxe@\u202esdo'], env, /^error: The email address must not contain bidirectional formatting characters \(it contains U\+202E\)\.$/m)
+      await fails(['accounts', 'create', '--email', 'ops@example.com', '--name', 'Ops\u2067Team'], env, /^error: The name must not contain bidirectional formatting characters \(it contains U\+2067\)\.$/m)
+      await ok(['accounts', 'create', '--email', 'ops@example.com', '--name', '\u05e6\u05d5\u05d5\u05ea\u200f 2'], env)
+      await fails(['keys', 'create', '--email', 'ops@example.com', '--label', 'ci\u200e'], env, /^error: The label must not contain bidirectional formatting characters \(it contains U\+200E\)\.$/m)
+      await fails(['keys', 'create', '--email', 'ops@example.com', '--label', 'prod\u009b'], env, /^error: The label must not contain control characters \(it contains U\+009B\)\.$/m)
+      assert.deepEqual(await listKeys(env, 'ops@example.com'), [])
+    })
+
     test(`keys create refuses a key beyond ${MAX_LIVE_KEYS} live ones with exit 1; a revocation makes room`, { timeout: 60_000 }, async (t) => {
       const { env, dbPath } = newEnv(t)
       await ok(['accounts', 'create', '--email', 'full@example.com'], env)

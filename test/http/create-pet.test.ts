@@ -89,7 +89,8 @@ describe('createPet', () => {
       ['an ohm sign (not normalised to omega)', '\u2126'],
       ['a single character', 'x'],
       ['200 ASCII characters', 'a'.repeat(200)],
-      ['200 astral emoji, 400 UTF-16 code units', '🐶'.repeat(200)]
+      ['200 astral emoji, 400 UTF-16 code units', '🐶'.repeat(200)],
+      ['right-to-left text with its bidirectional marks U+200F, U+200E and U+061C', '\u05e8\u05e7\u05e1 2\u200f \u200eRex \u0628\u061c']
     ]
     for (const [label, name] of keptNames) {
       test(`keeps a name with ${label} exactly as sent`, async (t) => {
@@ -193,6 +194,18 @@ describe('createPet', () => {
         for (const name of [`a${String.fromCodePoint(codePoint)}b`, String.fromCodePoint(codePoint)]) {
           const response = await post(testApp, JSON.stringify({ name, categoryId: 1 }))
           assertError(response, 400, 'invalid_request', /^name must not contain control characters/)
+        }
+      }
+      assert.equal(await countPets(testApp.app, testApp.auth), 0)
+    })
+
+    test('returns 400 invalid_request naming name for each C1 control U+0080-U+009F and each bidirectional override, embedding and isolate', async (t) => {
+      const testApp = await buildTestApp(t)
+      const codePoints = [...Array.from({ length: 0x20 }, (_, i) => 0x80 + i), 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]
+      for (const codePoint of codePoints) {
+        for (const name of [`a${String.fromCodePoint(codePoint)}b`, String.fromCodePoint(codePoint)]) {
+          const response = await post(testApp, JSON.stringify({ name, categoryId: 1 }))
+          assertError(response, 400, 'invalid_request', /^name must not contain control characters \(U\+0000 to U\+001F, U\+007F to U\+009F\) or bidirectional overrides, embeddings and isolates/)
         }
       }
       assert.equal(await countPets(testApp.app, testApp.auth), 0)

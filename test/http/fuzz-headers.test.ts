@@ -35,7 +35,7 @@ describe('the Content-Type and Content-Encoding families on POST /v1/pets', () =
     { label: 'malformed JSON', text: '{"name":', status: 400 }
   ]
 
-  test('each Content-Type is either parsed and validated as JSON or refused with 415, as CONTENT_TYPES records', async (t) => {
+  test('each Content-Type is either parsed and validated as JSON or refused with 415, as CONTENT_TYPES records; two of them get 400', async (t) => {
     const fz = await fuzzApp(t)
     const auth: AuthCase = { label: 'Bearer key', header: `Bearer ${fz.key}`, valid: true, challenge: 'any' }
     for (const contentType of CONTENT_TYPES) {
@@ -44,7 +44,7 @@ describe('the Content-Type and Content-Encoding families on POST /v1/pets', () =
         const sent = createSent(contentCase)
         const received = await send(fz, sent)
         checkResponse(fz, sent, received, expectCreate(contentCase, { status: body.status as 201 | 400, why: body.label, pet: { name: 'Rex', categoryId: 1n } }))
-        assert.equal(received.status, contentType.json ? body.status : 415, describeSent(sent, received))
+        assert.equal(received.status, Array.isArray(contentType.header) ? 400 : contentType.json ? body.status : 415, describeSent(sent, received))
         if (received.status === 201) await assertRoundTrip(fz, sent, received, { name: 'Rex', categoryId: 1n })
       }
     }

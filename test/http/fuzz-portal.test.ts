@@ -28,8 +28,12 @@ const FORM_STATUSES: Record<PortalForm, number[]> = {
 const FIELD_NAMES: Record<string, string> = { email: 'email address', password: 'password', label: 'label' }
 
 // eslint-disable-next-line no-control-regex -- control characters are what these runs are about
-const CONTROL = /[\u0000-\u001f\u007f]/
-const controlCharacter = fc.oneof(fc.integer({ min: 0, max: 0x1f }), fc.constant(0x7f)).map((code) => String.fromCharCode(code))
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+/** Bidirectional controls: refused in every portal field but the password (docs/decisions.md, text rules). */
+const BIDI = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/
+/** Whether the portal refuses the value of the named field for what it contains. */
+const refusedText = ([name, value]: [string, string]): boolean => CONTROL.test(value) || (name !== 'password' && BIDI.test(value))
+const controlCharacter = fc.oneof(fc.integer({ min: 0, max: 0x1f }), fc.integer({ min: 0x7f, max: 0x9f }), fc.constantFrom(0x202e, 0x2066, 0x200e)).map((code) => String.fromCharCode(code))
 
 /** Inserts a control character somewhere in a text. */
 const withControl = (text: fc.Arbitrary<string>): fc.Arbitrary<string> =>
@@ -55,7 +59,7 @@ const labelArbitrary = fc.oneof(
 )
 
 /** Any text without control characters (those are tried in the label, whose refusal names it). */
-const printable = wildString.filter((text) => !CONTROL.test(text))
+const printable = wildString.filter((text) => !refusedText(['scopes', text]))
 /** The create form's scope checkboxes: mostly what a browser sends (one or both), sometimes none or ones no browser would. */
 const scopesArbitrary = fc.oneof(
   { weight: 8, arbitrary: fc.constantFrom(['animals:read', 'animals:write'], ['animals:read'], ['animals:write']) },
@@ -188,11 +192,10 @@ async function runPortalCase (pf: PortalFuzz, item: PortalCase): Promise<void> {
   if (response.statusCode !== 303) assert.match(String(response.headers['content-type']), HTML_TYPE, context)
   // A form that was read as sent, with its token: a control character in any of its fields is named.
   const read = item.shape === 'clean' && item.csrf === 'valid' && item.contentType?.startsWith('application/x-www-form-urlencoded') === true
-  const control = item.fields.find(([, value]) => CONTROL.test(value))
+  const control = item.fields.find(refusedText)
   if (read && control !== undefined && item.form !== 'revokeKey') {
     assert.equal(response.statusCode, 400, `a control character in ${control[0]} was not refused:\n${context}`)
-    const named = [...item.fields].find(([, value]) => CONTROL.test(value))?.[0] ?? ''
-    assert.match(response.body, new RegExp(`The ${FIELD_NAMES[named] ?? named} must not contain control characters`), context)
+    assert.match(response.body, new RegExp(`The ${FIELD_NAMES[control[0]] ?? control[0]} must not contain (control|bidirectional formatting) characters`), context)
   }
 }
 
@@ -205,10 +208,10 @@ describe('fuzzing the developer portal\'s forms', () => {
       t.diagnostic(`portal ${form}: ${numRuns} runs, fast-check seed ${seed} (${REPLAY})`)
       await fc.assert(fc.asyncProperty(portalCaseArbitrary(pf, form), async (item) => { await runPortalCase(pf, item) }), { seed, numRuns, includeErrorInReport: true })
       const labels = (await pf.fz.store.apiKeys.listByAccount(pf.accountId)).map((row) => row.label ?? '')
-      assert.deepEqual(labels.filter((label) => CONTROL.test(label)), [], 'no stored label holds a control character')
+      assert.deepEqual(labels.filter((label) => refusedText(['label', label])), [], 'no stored label holds a control character')
       for (const email of ['fuzz@example.com', 'someone@example.com', 'a@b.io']) {
         const account = await pf.fz.store.accounts.findByEmail(email)
-        assert.ok(account === undefined || !CONTROL.test(account.email))
+        assert.ok(account === undefined || !refusedText(['email', account.email]))
       }
     })
   }

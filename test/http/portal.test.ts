@@ -545,6 +545,42 @@ describe('developer portal: control characters', () => {
   })
 })
 
+describe('developer portal: C1 and bidirectional controls', () => {
+  test('an email with a C1 or bidirectional control gets 400 naming the field and the character on sign-up and log-in, and nothing is stored', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    await new PortalClient(app).signUp('pat@example.com', PASSWORD)
+    const cases: Array<[string, Record<string, string>, RegExp]> = [
+      ['/portal/signup', { email: 'new@example.com\u0085', password: PASSWORD }, /^The email address must not contain control characters \(it contains U\+0085\)\.$/],
+      ['/portal/signup', { email: 'moc.elpmaxe@\u202ewen', password: PASSWORD }, /^The email address must not contain bidirectional formatting characters \(it contains U\+202E\)\.$/],
+      ['/portal/signup', { email: 'new\u200e@example.com', password: PASSWORD }, /^The email address must not contain bidirectional formatting characters \(it contains U\+200E\)\.$/],
+      ['/portal/signup', { email: 'new@example.com', password: `${PASSWORD}\u009b` }, /^The password must not contain control characters \(it contains U\+009B\)\.$/],
+      ['/portal/login', { email: 'pat@example.com\u2066', password: PASSWORD }, /^The email address must not contain bidirectional formatting characters \(it contains U\+2066\)\.$/],
+      ['/portal/login', { email: 'pat@example.com', password: `\u0085${PASSWORD}` }, /^The password must not contain control characters \(it contains U\+0085\)\.$/]
+    ]
+    for (const [path, fields, message] of cases) {
+      const response = await new PortalClient(app).submit(path, path, fields)
+      assert.equal(response.statusCode, 400, `${path} ${JSON.stringify(fields)}: ${response.body}`)
+      assert.match(messageOf(response.body), message, JSON.stringify(fields))
+      assert.equal(/[\u0085\u009b\u200e\u202e\u2066]/.test(response.body), false, 'what was typed is shown back without the refused characters')
+    }
+    assert.equal(await store.accounts.findByEmail('new@example.com'), undefined)
+    assert.equal(await store.accounts.findByEmail('new\u200e@example.com'), undefined)
+  })
+
+  test('a key label with a C1 or bidirectional control gets 400 naming the label, and no key', async (t) => {
+    const { app, store } = await buildTestApp(t)
+    const browser = new PortalClient(app)
+    await browser.signUp('rtl@example.com', PASSWORD)
+    const labels: Array<[string, string]> = [['lap\u0085top', '0085'], ['prod\u202eved', '202E'], ['\u2067staging', '2067'], ['ci\u200f', '200F'], ['\u061cci', '061C']]
+    for (const [label, code] of labels) {
+      const response = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label })
+      assert.equal(response.statusCode, 400, response.body)
+      assert.match(messageOf(response.body), new RegExp(`^The label must not contain (control|bidirectional formatting) characters \\(it contains U\\+${code}\\)\\.$`))
+    }
+    assert.deepEqual(await store.apiKeys.listByAccount((await store.accounts.findByEmail('rtl@example.com'))?.id ?? 0), [])
+  })
+})
+
 describe('developer portal: throttling', () => {
   /** A browser that signed up (and so holds a device cookie for the email), without its session: as after a log-out. */
   async function knownBrowser (app: FastifyInstance, email: string, address: string): Promise<PortalClient> {

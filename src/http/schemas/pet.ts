@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { INT64_MAX, INT64_MIN } from '../../core/int64.js'
+import { BIDI_REORDERING, CONTROL_CHARACTERS, REFUSED_IN_TEXT } from '../../core/accounts.js'
 import { PAGE_SIZE } from '../../core/limits.js'
 import { MAX_PET_ID, PET_STATUSES, type PetStatus } from '../../core/pets.js'
 
@@ -24,9 +25,11 @@ const PetStatusRef = Type.Unsafe<PetStatus>(Type.Ref('PetStatus'))
 const nameField = Type.String({
   minLength: 1,
   maxLength: 200,
-  // No control characters (U+0000–U+001F, U+007F) and, matched in Unicode mode, no unpaired surrogates.
-  pattern: '^[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]*$',
-  description: "The animal's name: 1 to 200 characters (code points), kept exactly as sent; control characters are not allowed."
+  // The text rules of src/core/accounts.ts and, matched in Unicode mode, no unpaired surrogates. The
+  // bidirectional marks stay allowed: right-to-left names need them (docs/decisions.md).
+  pattern: `^[^${CONTROL_CHARACTERS}${BIDI_REORDERING}\\uD800-\\uDFFF]*$`,
+  description: "The animal's name: 1 to 200 characters (code points), kept exactly as sent; " +
+    `${REFUSED_IN_TEXT} are not allowed (the bidirectional marks U+061C, U+200E and U+200F are).`
 })
 
 const categoryIdField = Type.Integer({
