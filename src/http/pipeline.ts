@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { finished } from 'node:stream'
-import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import { ApiError } from '../core/errors.js'
@@ -34,24 +33,33 @@ import { tolerantUrl } from './tolerant-url.js'
 export type Outcome = Answer | HandedOver | undefined
 
 /**
- * One step of the request pipeline: its work at start-up, and its part in each request. A
+ * One step of the request pipeline: its part in each request, and in the server's lifecycle. A
  * request meets the steps in list order, in three phases:
  * 1. onRequest, as the request arrives: each step goes on (returns nothing), answers (returns the
  *    answer, or throws an ApiError) or waits (returns a promise of either). Once a step has
  *    answered, no later step's onRequest runs.
  * 2. onAnswer, whichever step answered, just before the answer is written: adds header fields.
  * 3. onDone, once the answer is written or the client has gone away: every step's, whichever answered.
+ * A step knows nothing of the framework: the server (app/server.ts) runs the lifecycle's moments
+ * of every step, in list order.
  */
 export interface Step {
   readonly name: string
   /** `every request`: the API, the portal, the reference page and the probes alike; `api`: the API's requests (under /v1) only. */
   readonly scope: 'every request' | 'api'
-  /** Runs once, in list order, before any request, with the framework that answers outside /v1 (its shutdown, its plugins). */
-  readonly setUp?: (framework: FastifyInstance) => Promise<void> | void
+  /** Once, as the server gets ready to take requests. */
+  readonly onReady?: () => void
+  /** Once, as shutting down begins: before the server stops taking requests. */
+  readonly onClosing?: () => void
+  /** Once, after the server has closed. */
+  readonly onClosed?: () => void
   readonly onRequest?: (exchange: Exchange) => Outcome | Promise<Outcome>
   readonly onAnswer?: (exchange: Exchange) => void
   readonly onDone?: (exchange: Exchange) => void
 }
+
+/** A moment of the server's lifecycle that steps take part in. */
+export type LifecycleMoment = 'onReady' | 'onClosing' | 'onClosed'
 
 export interface PipelineDeps {
   config: Readonly<Config>
@@ -66,8 +74,10 @@ export interface PipelineDeps {
   metrics: Metrics | undefined
   /** The API's operations, by method and path. */
   routes: ApiRoutes
-  /** The service's logger: the access log's lines. */
+  /** The service's logger: the access log's lines, load shedding's warnings. */
   log: Logger
+  /** The framework's request handler: it answers every request outside /v1. */
+  framework: HandedOver
 }
 
 /**
@@ -86,7 +96,7 @@ export function pipeline (deps: PipelineDeps): Step[] {
     // Counts each request in flight from its arrival; times and counts it once it is over.
     metricsStep(deps.metrics, deps.routes),
     drainRefusal(),
-    loadShedding(deps.config.loadShedEventLoopDelayMs),
+    loadShedding(deps.config.loadShedEventLoopDelayMs, deps.log),
     cors(deps.config.corsOrigins),
     authentication(deps.verifier, deps.audit, addressOf),
     rateLimit(deps.limiter),
@@ -96,7 +106,7 @@ export function pipeline (deps: PipelineDeps): Step[] {
     // Once routing has found the operation: the scope it needs.
     authorization(deps.audit, deps.routes, addressOf),
     validation(deps.routes),
-    handler(),
+    handler(deps.framework),
     commonHeaders(deps.routes),
     keyUsage(deps.usage, deps.routes),
     accessLog(deps.log)
@@ -124,9 +134,44 @@ function phasesOf (steps: readonly Step[], api: boolean): Phases {
   }
 }
 
-/** Sets up every step, in list order. */
-export async function setUpPipeline (steps: readonly Step[], framework: FastifyInstance): Promise<void> {
-  for (const step of steps) await step.setUp?.(framework)
+/** Runs one moment of the lifecycle of every step, in list order. */
+export function runLifecycle (steps: readonly Step[], moment: LifecycleMoment): void {
+  for (const step of steps) step[moment]?.()
+}
+
+/** The failure as the answer the client sees: an ApiError as it is, anything else logged and hidden. */
+function failed (exchange: Exchange, error: unknown): Answer {
+  return errorAnswer(error instanceof ApiError ? error : failureToApiError(error, exchange.log, exchange.id))
+}
+
+/**
+ * Hands the request to the framework, which writes the answer itself: the steps' fields are set
+ * first, and its own win where both set one. `done` runs once the answer is written or abandoned.
+ */
+function handOver (exchange: Exchange, outcome: HandedOver, done: () => void): void {
+  const { request, response, fields } = exchange
+  for (let index = 0; index < fields.length; index += 2) response.appendHeader(fields[index] as string, fields[index + 1] as string)
+  // The framework may read the body (a portal form) before it answers: whether it did is known when it writes.
+  if (exchange.closesConnection) response.setHeader('connection', 'close')
+  else if (announcesBody(request.headers)) closeIfAnsweredUnread(request, response)
+  finished(response, (error) => {
+    exchange.statusCode = response.statusCode
+    // Closed before the answer was written whole: the client went away.
+    exchange.abandoned = error !== undefined && error !== null
+    done()
+  })
+  outcome.writtenBy(request, response)
+}
+
+/** Writes a step's answer with the steps' header fields. */
+function write (exchange: Exchange, outcome: Answer): void {
+  const { request, response, fields } = exchange
+  exchange.statusCode = outcome.statusCode
+  if (exchange.closesConnection || bodyLeftUnread(request)) fields.push('connection', 'close')
+  const own = outcome.headers
+  for (let index = 0; index < own.length; index++) fields.push(own[index] as string)
+  response.writeHead(outcome.statusCode, fields)
+  response.end(outcome.body)
 }
 
 /**
@@ -137,27 +182,17 @@ export function requestListener (steps: readonly Step[], log: Logger): (request:
   const api = phasesOf(steps, true)
   const others = phasesOf(steps, false)
 
-  /** The failure as the answer the client sees: an ApiError as it is, anything else logged and hidden. */
-  function failed (exchange: Exchange, error: unknown): Answer {
-    return errorAnswer(error instanceof ApiError ? error : failureToApiError(error, exchange.log, exchange.id))
-  }
-
   function proceed (exchange: Exchange, phases: Phases, from: number): void {
-    const steps = phases.request
-    for (let index = from; index < steps.length; index++) {
+    for (let index = from; index < phases.request.length; index++) {
       let outcome: Outcome | Promise<Outcome>
       try {
-        outcome = (steps[index] as NonNullable<Step['onRequest']>)(exchange)
+        outcome = (phases.request[index] as NonNullable<Step['onRequest']>)(exchange)
       } catch (error) {
-        answer(exchange, phases, failed(exchange, error))
-        return
+        outcome = failed(exchange, error)
       }
       if (outcome === undefined) continue
-      if (outcome instanceof Promise) {
-        wait(exchange, phases, outcome, index + 1)
-        return
-      }
-      answer(exchange, phases, outcome)
+      if (outcome instanceof Promise) wait(exchange, phases, outcome, index + 1)
+      else answer(exchange, phases, outcome)
       return
     }
     answer(exchange, phases, failed(exchange, new Error('no step answered the request')))
@@ -191,28 +226,11 @@ export function requestListener (steps: readonly Step[], log: Logger): (request:
    */
   function answer (exchange: Exchange, phases: Phases, outcome: Answer | HandedOver): void {
     for (const addFields of phases.answer) addFields(exchange)
-    const { request, response, fields } = exchange
     if ('writtenBy' in outcome) {
-      // The framework writes the answer; the fields are set first, and its own win where both set one.
-      for (let index = 0; index < fields.length; index += 2) response.appendHeader(fields[index] as string, fields[index + 1] as string)
-      // The framework may read the body (a portal form) before it answers: whether it did is known when it writes.
-      if (exchange.closesConnection) response.setHeader('connection', 'close')
-      else if (announcesBody(request.headers)) closeIfAnsweredUnread(request, response)
-      finished(response, (error) => {
-        exchange.statusCode = response.statusCode
-        // Closed before the answer was written whole: the client went away.
-        exchange.abandoned = error !== undefined && error !== null
-        finish(exchange, phases)
-      })
-      outcome.writtenBy(exchange.request, response)
+      handOver(exchange, outcome, () => { finish(exchange, phases) })
       return
     }
-    exchange.statusCode = outcome.statusCode
-    if (exchange.closesConnection || bodyLeftUnread(request)) fields.push('connection', 'close')
-    const own = outcome.headers
-    for (let index = 0; index < own.length; index++) fields.push(own[index] as string)
-    response.writeHead(outcome.statusCode, fields)
-    response.end(outcome.body)
+    write(exchange, outcome)
     finish(exchange, phases)
   }
 

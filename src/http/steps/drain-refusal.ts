@@ -7,7 +7,7 @@ const DRAINING = errors.draining()
 /**
  * Requests that reach the server while it shuts down (on a connection that was not idle when it
  * began: one whose request header was still arriving) get 503 and Retry-After in the API's error
- * shape, before anything else. Shutting down starts with the framework's close (its preClose hook).
+ * shape, before anything else. Shutting down starts as the server begins to close (onClosing).
  *
  * Every answer written once shutting down has begun, a refusal or the answer to a request that was
  * in flight, says `Connection: close`, and Node closes the connection once it is written. The
@@ -20,11 +20,8 @@ export function drainRefusal (): Step {
   return {
     name: 'shutdown refusal',
     scope: 'every request',
-    setUp (framework) {
-      framework.addHook('preClose', function startRefusing (done) {
-        closing = true
-        done()
-      })
+    onClosing: function startRefusing () {
+      closing = true
     },
     onRequest: function refuseWhileClosing (exchange) {
       return closing ? errorAnswer(DRAINING) : undefined

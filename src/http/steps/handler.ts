@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify'
 import { handedOver, type HandedOver } from '../exchange.js'
 import type { Operation } from '../operation.js'
 import type { Step } from '../pipeline.js'
@@ -9,14 +8,10 @@ import type { Step } from '../pipeline.js'
  * metrics. The framework writes its answer itself; the steps' header fields are on the response
  * before it does, and the steps after the answer run once it is written.
  */
-export function handler (): Step {
-  let framework: HandedOver | undefined
+export function handler (framework: HandedOver): Step {
   return {
     name: 'handler',
     scope: 'every request',
-    setUp (app: FastifyInstance) {
-      framework = { writtenBy: app.routing }
-    },
     onRequest: function answer (exchange) {
       if (exchange.isApi) return (exchange.operation as Operation).handle(exchange)
       handedOver.set(exchange.request, exchange)

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import type { FastifyBaseLogger } from 'fastify'
+import type { Logger } from 'pino'
 import { errors } from '../../core/errors.js'
 import { errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
@@ -31,36 +31,32 @@ export function shedsFor (eventLoopDelayMs: number | undefined, limitMs: number)
  * Shedding is logged as a warning, at most once a second, with the loop's delay and the requests
  * shed since the last one.
  */
-export function loadShedding (maxEventLoopDelayMs: number): Step {
+export function loadShedding (maxEventLoopDelayMs: number, log: Logger): Step {
   if (maxEventLoopDelayMs === 0) return { name: 'load shedding', scope: 'every request' }
   const sampleIntervalMs = Math.max(RESOLUTION_MS, Math.min(100, maxEventLoopDelayMs))
   let shedding = false
   let eventLoopDelayMs = 0
   let shedSinceWarning = 0
   let lastWarningAt = -Infinity
-  let log: FastifyBaseLogger | undefined
+  const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
+  let readyAt = Infinity
+  let timer: NodeJS.Timeout | undefined
   return {
     name: 'load shedding',
     scope: 'every request',
-    setUp (framework) {
-      const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
-      let readyAt = Infinity
-      let timer: NodeJS.Timeout | undefined
-      framework.addHook('onReady', async () => {
-        readyAt = Date.now()
-        histogram.enable()
-        timer = setInterval(function sample () {
-          const mean = histogram.mean / 1e6 - RESOLUTION_MS
-          eventLoopDelayMs = Number.isNaN(mean) ? Infinity : Math.max(0, mean)
-          histogram.reset()
-          shedding = Date.now() - readyAt >= WARM_UP_MS && shedsFor(eventLoopDelayMs, maxEventLoopDelayMs)
-        }, sampleIntervalMs).unref()
-      })
-      framework.addHook('onClose', async () => {
-        clearInterval(timer)
-        histogram.disable()
-      })
-      log = framework.log
+    onReady: function startSampling () {
+      readyAt = Date.now()
+      histogram.enable()
+      timer = setInterval(function sample () {
+        const mean = histogram.mean / 1e6 - RESOLUTION_MS
+        eventLoopDelayMs = Number.isNaN(mean) ? Infinity : Math.max(0, mean)
+        histogram.reset()
+        shedding = Date.now() - readyAt >= WARM_UP_MS && shedsFor(eventLoopDelayMs, maxEventLoopDelayMs)
+      }, sampleIntervalMs).unref()
+    },
+    onClosed: function stopSampling () {
+      clearInterval(timer)
+      histogram.disable()
     },
     onRequest: function shedWhileLagging (exchange) {
       if (!shedding) return undefined
@@ -68,7 +64,7 @@ export function loadShedding (maxEventLoopDelayMs: number): Step {
       const now = Date.now()
       if (now - lastWarningAt >= SHED_WARNING_INTERVAL_MS) {
         lastWarningAt = now
-        log?.warn({ eventLoopDelayMs, limitMs: maxEventLoopDelayMs, shed: shedSinceWarning }, 'the event loop lags: shedding requests with 503')
+        log.warn({ eventLoopDelayMs, limitMs: maxEventLoopDelayMs, shed: shedSinceWarning }, 'the event loop lags: shedding requests with 503')
         shedSinceWarning = 0
       }
       return errorAnswer(OVERLOADED)

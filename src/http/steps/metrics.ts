@@ -1,6 +1,5 @@
 import type { Metrics } from '../../services/metrics.js'
 import type { ApiRoutes } from '../api-routes.js'
-import { handedOver } from '../exchange.js'
 import type { Step } from '../pipeline.js'
 
 /** The methods the service serves; any other counts as `other`, so odd methods cannot add series. */
@@ -8,7 +7,8 @@ const METHOD_LABELS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTI
 
 /**
  * Requests in flight, and each answered request by method, route template and status, with its
- * duration. Unknown routes count as one route, `unmatched`. Counted in plain numbers, turned into
+ * duration. Unknown routes count as one route, `unmatched`; the framework names the route of a
+ * request it answered as its router matches it (exchange.frameworkRoute). Counted in plain numbers, turned into
  * Prometheus series only when scraped (services/metrics.ts).
  */
 export function metricsStep (metrics: Metrics | undefined, routes: ApiRoutes): Step {
@@ -16,14 +16,6 @@ export function metricsStep (metrics: Metrics | undefined, routes: ApiRoutes): S
   return {
     name: 'metrics',
     scope: 'every request',
-    setUp (framework) {
-      // The route template of a request the framework answers, as its router matched it.
-      framework.addHook('onRequest', function nameFrameworkRoute (request, _reply, done) {
-        const exchange = handedOver.get(request.raw)
-        if (exchange !== undefined && !request.is404) exchange.frameworkRoute = request.routeOptions.url
-        done()
-      })
-    },
     onRequest: function countInFlight () {
       metrics.inFlightRequests++
       return undefined
