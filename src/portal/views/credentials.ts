@@ -1,0 +1,52 @@
+import { html } from '../../core/html.js'
+import { MIN_PASSWORD_LENGTH } from '../../core/passwords.js'
+import { csrfField, describedBy, formMessage, page, type AssetUrls } from './layout.js'
+
+export interface CredentialsFormOptions {
+  assets: AssetUrls
+  csrfToken: string
+  email?: string | undefined
+  error?: string | undefined
+  notice?: string | undefined
+}
+
+export function logInPage ({ assets, csrfToken, email, error, notice }: CredentialsFormOptions): string {
+  return page({
+    title: 'Log in',
+    assets,
+    main: html`<h1>Log in</h1>
+<p class="lead">Manage the API keys of your Animal Store account.</p>
+${formMessage(error, notice)}
+<form class="stack" method="post" action="/portal/login">
+  ${csrfField(csrfToken)}
+  <label for="email">Email</label>
+  <input id="email" name="email" type="email" autocomplete="username" required value="${email ?? ''}"${error === undefined ? '' : html` aria-describedby="form-error"`}>
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required${error === undefined ? '' : html` aria-describedby="form-error"`}>
+  <button type="submit">Log in</button>
+</form>
+<p>No account yet? <a href="/portal/signup">Sign up</a>.</p>
+<p class="hint">Account created by an operator with the <code>animal-store</code> command? Ask them to set a password for it with
+<code>animal-store accounts set-password --email you@example.com</code>.</p>`
+  })
+}
+
+export function signUpPage ({ assets, csrfToken, email, error }: CredentialsFormOptions): string {
+  return page({
+    title: 'Sign up',
+    assets,
+    main: html`<h1>Sign up</h1>
+<p class="lead">Create an account, then generate an API key to call the Animal Store API.</p>
+${formMessage(error, undefined)}
+<form class="stack" method="post" action="/portal/signup">
+  ${csrfField(csrfToken)}
+  <label for="email">Email</label>
+  <input id="email" name="email" type="email" autocomplete="email" required value="${email ?? ''}"${error === undefined ? '' : html` aria-describedby="form-error"`}>
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="new-password" required minlength="${MIN_PASSWORD_LENGTH}" aria-describedby="${describedBy(error, 'password-hint')}">
+  <p class="hint" id="password-hint">At least ${MIN_PASSWORD_LENGTH} characters. A few unrelated words make a password that is long, memorable and hard to guess.</p>
+  <button type="submit">Create account</button>
+</form>
+<p>Already have an account? <a href="/portal/login">Log in</a>.</p>`
+  })
+}
