@@ -116,6 +116,9 @@ export interface KeyInvalidations {
 /** How long invalidations are kept: an instance that has not read them for longer forgets every key it verified. */
 export const KEY_INVALIDATIONS_KEPT_MS = 60 * 60_000
 
+/** Beyond this many invalidations since an instance last read them, it forgets every key rather than read them all. */
+export const MAX_INVALIDATIONS_READ = 10_000
+
 export interface ApiKeyPage {
   rows: ApiKeyRow[]
   /** How many keys of that kind the account has in all. */
