@@ -950,7 +950,9 @@ export interface Catalogue {
   statuses: string[]
 }
 
-export const SEED_NAMES = ['Rex', 'Tom', '   ', 'Zoë', '🐕 Fido', 'a\u0085b', 'Ünïcödé', 'x'.repeat(200), '名前', '\u202eevil', '"quoted"', 'back\\slash', '\u2028line', 'e\u0301']
+// Names the contract keeps exactly as sent, the unusual ones included (a right-to-left mark is allowed; a C1
+// control or an override is not: docs/decisions.md, text rules).
+export const SEED_NAMES = ['Rex', 'Tom', '   ', 'Zoë', '🐕 Fido', 'a\u00a0b', 'Ünïcödé', 'x'.repeat(200), '名前', '\u200fשלום', '"quoted"', 'back\\slash', '\u2028line', 'e\u0301']
 export const SEED_CATEGORIES = [1n, 0n, -1n, 42n, MAX_SAFE + 2n, INT64_MAX, INT64_MIN, 7n]
 
 /** Adds `count` animals through the API and returns them as stored. */

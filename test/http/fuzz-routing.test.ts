@@ -19,7 +19,9 @@ describe('fuzzing from the OpenAPI document', () => {
         fc.constantFrom(...INVALID_UTF8).map((bytes) => Buffer.from(bytes)),
         fc.constant(Buffer.alloc(MAX_BODY_BYTES + 10, 0x20))
       ),
-      contentType: fc.constantFrom(...CONTENT_TYPES),
+      // Two Content-Type fields are refused with 400 wherever they land, before routing: fuzz-headers and
+      // attack-findings try them; here a body's type must leave the route's own answer to decide.
+      contentType: fc.constantFrom(...CONTENT_TYPES.filter((contentType) => !Array.isArray(contentType.header))),
       contentEncoding: fc.constantFrom(...CONTENT_ENCODINGS)
     }), { freq: 3 })
     const arbitrary = fc.record({
