@@ -668,7 +668,8 @@ export const CASES: AttackCase[] = [
   ...([
     ['two Authorization headers', (key: string) => `GET /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nAuthorization: Bearer ask_other\r\n\r\n`, '400'],
     ['a Content-Type with two charset parameters', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json; charset=utf-8; charset=latin1\r\nContent-Length: 29\r\n\r\n{"name":"Rex","categoryId":1}`, '415'],
-    ['Transfer-Encoding: gzip', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n`, '400'],
+    // Issue 39, 4: a transfer coding other than chunked is not implemented (501), no longer a bare 400.
+    ['Transfer-Encoding: gzip', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n`, '501'],
     ['a categoryId of 1e18', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 32\r\n\r\n{"name":"Rex","categoryId":1e18}`, '201'],
     ['a categoryId of 1e19 (beyond int64)', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 32\r\n\r\n{"name":"Rex","categoryId":1e19}`, '400'],
     ['a body behind two byte-order marks', (key: string) => `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 35\r\n\r\n\u00ef\u00bb\u00bf\u00ef\u00bb\u00bf{"name":"Rex","categoryId":1}`, '400'],
