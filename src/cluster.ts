@@ -26,7 +26,7 @@ type Phase = 'migrating' | 'serving' | 'stopping' | 'stopped'
  * no requests itself.
  */
 export async function runPrimary (config: Readonly<Config>): Promise<void> {
-  const primary = new Primary(config, serviceLogger(config))
+  const primary = new Primary(config, await serviceLogger(config))
   await primary.run()
 }
 

@@ -34,6 +34,7 @@ export async function registerFrameworkRoutes (app: FastifyInstance, { config, s
   await app.register(rootRoutes)
   await app.register(healthRoutes, { store })
   if (config.metricsEnabled && config.metricsToken !== undefined) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
-  else if (config.metricsEnabled) log.info('GET /metrics is not served: set METRICS_TOKEN to let scrapers that send it read the metrics')
+  // Debug, not info: most first runs need no metrics, and the start-up stays one line.
+  else if (config.metricsEnabled) log.debug('GET /metrics is off: set METRICS_TOKEN to a secret of 16 or more characters to serve it to scrapers that send that token')
   await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
 }
