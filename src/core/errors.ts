@@ -113,6 +113,7 @@ export const errors = {
   overloaded: () => new ApiError('service_unavailable', 'the service is overloaded; retry shortly', RETRY_SHORTLY),
   draining: () => new ApiError('service_unavailable', 'the service is shutting down; retry shortly', RETRY_SHORTLY),
   metricsUnavailable: () => new ApiError('service_unavailable', 'the metrics of every worker could not be gathered; retry shortly', RETRY_SHORTLY),
+  notReady: () => new ApiError('service_unavailable', 'the database does not answer', RETRY_SHORTLY),
   databaseUnavailable: () => new ApiError('service_unavailable', 'the database is unavailable; retry shortly', RETRY_SHORTLY),
   idsExhausted: () => new ApiError('insufficient_storage', `no animal was created: every id up to ${MAX_PET_ID} is taken`),
   unexpected: (requestId: string) => new ApiError('internal_error', `an unexpected error occurred; quote request id ${requestId} when reporting it`)

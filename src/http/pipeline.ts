@@ -96,7 +96,7 @@ export function pipeline (deps: PipelineDeps): Step[] {
     // Counts each request in flight from its arrival; times and counts it once it is over.
     metricsStep(deps.metrics, deps.routes),
     drainRefusal(),
-    loadShedding(deps.config.loadShedEventLoopDelayMs, deps.log),
+    loadShedding(deps.config.loadShedEventLoopDelayMs, deps.log, deps.metrics),
     cors(deps.config.corsOrigins),
     authentication(deps.verifier, deps.audit, addressOf),
     rateLimit(deps.limiter),
