@@ -45,7 +45,7 @@ export function sumOfWorkers (perWorker: Array<{ worker: string, metrics: Worker
  */
 export function answerClusterMetrics (): () => void {
   let gathered: { text: Promise<string>, at: number } | undefined
-  const pending = new Map<number, { answers: Array<{ worker: string, metrics: WorkerMetrics }>, settle: (error?: Error) => void }>()
+  const pending = new Map<number, { asked: number, answers: Array<{ worker: string, metrics: WorkerMetrics }>, settle: (error?: Error) => void }>()
   let nextId = 0
 
   const gather = async (): Promise<string> => {
@@ -60,7 +60,7 @@ export function answerClusterMetrics (): () => void {
         if (error === undefined) resolve()
         else reject(error)
       }
-      pending.set(id, { answers, settle })
+      pending.set(id, { asked: workers.length, answers, settle })
       for (const worker of workers) worker.send({ type: WORKER_METRICS_REQUEST, id })
       if (workers.length === 0) settle()
     })
@@ -74,8 +74,7 @@ export function answerClusterMetrics (): () => void {
       if (request === undefined) return
       if (typeof message.error === 'string') return request.settle(new Error(`worker ${worker.id}: ${message.error}`))
       request.answers.push({ worker: String(worker.id), metrics: message.metrics as WorkerMetrics })
-      const expected = Object.values(cluster.workers ?? {}).filter((each) => each?.isConnected() === true).length
-      if (request.answers.length >= expected) request.settle()
+      if (request.answers.length === request.asked) request.settle()
       return
     }
     if (message.type !== CLUSTER_METRICS_REQUEST) return

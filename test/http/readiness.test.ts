@@ -1,6 +1,10 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { buildTestApp, TEST_ENGINE } from '../helpers/build-app.js'
+import { pino } from 'pino'
+import { appServices, serverOf } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { pipeline } from '../../src/http/pipeline.js'
+import { buildTestApp, openTestStore, TEST_DEFAULTS, TEST_ENGINE } from '../helpers/build-app.js'
 import { REDIS_URL, redisAvailable } from '../helpers/redis.js'
 
 interface Readiness {
@@ -46,5 +50,19 @@ describe('readiness', () => {
     const { app } = await buildTestApp(t, { RATE_LIMIT_PER_MINUTE: '100', REDIS_URL })
     const body = (await app.inject({ url: '/readyz' })).json<Readiness>()
     assert.deepEqual(body.redis, { state: 'up', for: 'rate limits' })
+  })
+
+  test('another dependency is one more entry: named with its state, `unknown` when it cannot say, and readiness holds', async (t) => {
+    const { store } = await openTestStore(t)
+    const services = await appServices({ config: loadConfig({ ...TEST_DEFAULTS }), store, logger: pino({ level: 'silent' }) })
+    services.readiness.report('mailOutbox', async () => ({ state: 'up', pending: 3 }))
+    services.readiness.report('broken', () => { throw new Error('no state') })
+    const app = await serverOf(services, pipeline(services.pipelineDeps))
+    t.after(() => app.close())
+    const response = await app.inject({ url: '/readyz' })
+    assert.equal(response.statusCode, 200, response.body)
+    const body = response.json<Record<string, unknown>>()
+    assert.deepEqual(body.mailOutbox, { state: 'up', pending: 3 })
+    assert.deepEqual(body.broken, { state: 'unknown' })
   })
 })

@@ -27,12 +27,12 @@ async function databaseAnswers (store: Store): Promise<boolean> {
  * which timeline, and each host's role: what an operator asks first in a failover), each read
  * replica and its lag, and the others the service reports (services/readiness.ts).
  */
-function dependencies (store: Store, readiness: Readiness, up: boolean): Record<string, DependencyState | DependencyState[]> {
+function dependencies (store: Store, up: boolean, others: Record<string, DependencyState>): Record<string, DependencyState | DependencyState[]> {
   const replication = store.replicationStats?.()
   const database: DependencyState = { state: up ? 'up' : 'down', engine: store.engine }
-  if (replication === undefined) return { database, ...readiness.states() }
+  if (replication === undefined) return { database, ...others }
   const { primary, timeline, hosts, replicas } = replication
-  return { database: { ...database, primary, timeline, hosts }, replicas, ...readiness.states() }
+  return { database: { ...database, primary, timeline, hosts }, replicas, ...others }
 }
 
 /**
@@ -46,8 +46,8 @@ export async function healthRoutes (app: FastifyInstance, { store, readiness: ot
   })
 
   app.get('/readyz', { schema: { hide: true } }, async function readiness (_request, reply) {
-    const up = await databaseAnswers(store)
-    const states = dependencies(store, others, up)
+    const [up, reported] = await Promise.all([databaseAnswers(store), others.states()])
+    const states = dependencies(store, up, reported)
     if (up) return reply.type(JSON_TYPE).send(JSON.stringify({ status: 'ready', ...states }))
     // The Error body every refusal has, and what says why.
     const refusal = errors.notReady()
