@@ -350,12 +350,15 @@ for (const engine of ENGINES) {
       await store.sessions.create({ tokenHash: 'a1', accountId: alice.id, csrfToken: 'csrf-a1', createdAt, expiresAt })
       await store.sessions.create({ tokenHash: 'a2', accountId: alice.id, csrfToken: 'csrf-a2', createdAt, expiresAt: new Date(createdAt.getTime() + 1000) })
       await store.sessions.create({ tokenHash: 'b1', accountId: bob.id, csrfToken: 'csrf-b1', createdAt, expiresAt })
-      assert.deepEqual(await store.sessions.findByTokenHash('a1'), { accountId: alice.id, csrfToken: 'csrf-a1', createdAt, expiresAt })
+      assert.deepEqual(await store.sessions.findByTokenHash('a1'), { accountId: alice.id, csrfToken: 'csrf-a1', createdAt, expiresAt, lastSeenAt: createdAt, clientAddress: null, userAgent: null })
       assert.equal(await store.sessions.findByTokenHash('nope'), undefined)
 
       const later = new Date(expiresAt.getTime() + 60_000)
-      await store.sessions.extend('a1', later)
+      await store.sessions.extend('a1', later, expiresAt)
       assert.equal((await store.sessions.findByTokenHash('a1'))?.expiresAt.getTime(), later.getTime())
+      assert.equal((await store.sessions.findByTokenHash('a1'))?.lastSeenAt?.getTime(), expiresAt.getTime())
+      assert.deepEqual((await store.sessions.listByAccount(alice.id, createdAt)).map((row) => row.tokenHash), ['a1', 'a2'])
+      assert.deepEqual((await store.sessions.listByAccount(alice.id, new Date(createdAt.getTime() + 1000))).map((row) => row.tokenHash), ['a1'], 'an expired session is not listed')
 
       assert.equal(await store.sessions.deleteExpired(new Date(createdAt.getTime() + 1000)), 1, 'the session expiring at that instant goes')
       assert.equal(await store.sessions.findByTokenHash('a2'), undefined)
