@@ -98,3 +98,10 @@ export async function confirmSetup (store: Store, sealing: TotpSealing, account:
   await appendAuditEvent(store.audit, 'two_step_enabled', context, { accountId: account.id, detail: 'TOTP, with 10 recovery codes' })
   return { outcome: 'ok', recoveryCodes }
 }
+
+/** Turns two-step verification off once a current code has been accepted (checkCode); audited unless it was off already. */
+export async function turnOff (store: Store, account: { id: number }, via: 'code' | 'recovery code', context: AuditContext): Promise<void> {
+  if (await store.twoStep.remove(account.id)) {
+    await appendAuditEvent(store.audit, 'two_step_disabled', context, { accountId: account.id, detail: `confirmed with a ${via}` })
+  }
+}

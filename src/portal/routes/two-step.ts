@@ -2,9 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import QRCode from 'qrcode'
 import { controlCharacterProblem } from '../../core/accounts.js'
 import { normalizedCode } from '../../core/two-step.js'
-import { appendAuditEvent, type AuditContext } from '../../services/audit-trail.js'
 import type { PortalSession } from '../session.js'
-import { checkCode, confirmSetup, pendingSetup, startSetup } from '../two-step.js'
+import { checkCode, confirmSetup, pendingSetup, startSetup, turnOff } from '../two-step.js'
 import { recoveryCodesPage, setupPage, twoStepPage } from '../views/two-step.js'
 import { field, HIDDEN, sendPage, type PortalContext } from './context.js'
 import { refusalOf } from './sign-up-and-log-in.js'
@@ -83,13 +82,9 @@ async function disableWith (ctx: PortalContext, request: FastifyRequest, reply: 
       return await renderState(ctx, reply, session, 400, { error: 'That code is not correct, or it has been used already. Two-step verification is still on.' })
     case 'not_on':
       return reply.redirect('/portal/two-step', 303)
-    case 'ok': {
-      const context: AuditContext = { actor: 'portal', address: request.ip }
-      if (await ctx.store.twoStep.remove(session.account.id)) {
-        await appendAuditEvent(ctx.store.audit, 'two_step_disabled', context, { accountId: session.account.id, detail: `confirmed with a ${result.via}` })
-      }
+    case 'ok':
+      await turnOff(ctx.store, session.account, result.via, { actor: 'portal', address: request.ip })
       request.log.info({ accountId: session.account.id }, 'two-step verification turned off')
       return reply.redirect('/portal/two-step?done=off', 303)
-    }
   }
 }
