@@ -29,6 +29,7 @@ export function instrumentStore (store: Store, observe: Observe): Store {
     apiKeys: timed('apiKeys', store.apiKeys, observe),
     idempotency: timed('idempotency', store.idempotency, observe),
     sessions: timed('sessions', store.sessions, observe),
+    twoStep: timed('twoStep', store.twoStep, observe),
     loginAttempts: timed('loginAttempts', store.loginAttempts, observe)
   }
 }
