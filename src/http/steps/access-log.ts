@@ -51,18 +51,6 @@ function urlField (url: string): string {
   return NOT_PLAIN.test(url) ? JSON.stringify(loggableUrl(url)) : `"${url}"`
 }
 
-/**
- * Milliseconds rounded to hundredths, written as JSON writes the number (`0.05`, `1.5`, `12`), from
- * whole numbers: a fraction written from a double is converted on a slow path every time.
- */
-export function hundredthsOfMs (ms: number): string {
-  const hundredths = Math.round(ms * 100)
-  const whole = Math.floor(hundredths / 100)
-  const rest = hundredths - whole * 100
-  if (rest === 0) return `${whole}`
-  return rest % 10 === 0 ? `${whole}.${rest / 10}` : `${whole}.${rest < 10 ? '0' : ''}${rest}`
-}
-
 const { chindingsSym, streamSym, timeSym } = symbols
 
 /** The logger's own parts a line is written with (pino.symbols: for performant integrations). */
@@ -103,7 +91,7 @@ export function accessLog (log: Logger): Step {
       const request = `,"method":"${exchange.method}","url":${urlField(exchange.url)}`
       const line = exchange.abandoned
         ? `${head}${trace}${request},"msg":"the client went away before its request was answered"}\n`
-        : `${head}${trace}${request},"statusCode":${exchange.statusCode},"ms":${hundredthsOfMs(exchange.elapsedMs())},"msg":"request completed"}\n`
+        : `${head}${trace}${request},"statusCode":${exchange.statusCode},"ms":${Math.round(exchange.elapsedMs() * 100) / 100},"msg":"request completed"}\n`
       internals.write(line)
     }
   }
