@@ -12,7 +12,7 @@
  * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
  */
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { seededSqlite } from './datasets.js'
@@ -36,7 +36,11 @@ function buildAt (ref: string, dir: string): string {
   } else {
     // No install scripts but the native addon's: the build below is the one the benchmark needs.
     npm('ci', '--ignore-scripts', '--no-audit', '--no-fund')
-    npm('rebuild', 'better-sqlite3')
+    const addon = (base: string): string => join(base, 'node_modules', 'better-sqlite3')
+    const version = (base: string): string => (JSON.parse(readFileSync(join(addon(base), 'package.json'), 'utf8')) as { version: string }).version
+    // The same version's addon, already built here, spares compiling SQLite again.
+    if (version(dir) === version(root)) cpSync(join(addon(root), 'build'), join(addon(dir), 'build'), { recursive: true })
+    else npm('rebuild', 'better-sqlite3')
   }
   execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: dir, stdio: 'inherit' })
   return join(dir, 'dist', 'cli', 'main.js')
