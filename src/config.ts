@@ -31,6 +31,7 @@ const READERS: Partial<Record<ConfigKey, Reader>> = {
   publicBaseUrl: readBaseUrl,
   stagingBaseUrl: readBaseUrl,
   redisUrl: readRedisUrl,
+  smtpUrl: readSmtpUrl,
   corsOrigins: readOrigins,
   metricsToken: readToken,
   trustProxy: readTrustProxy
@@ -178,6 +179,10 @@ function readToken (value: string): string | Invalid {
 
 function readRedisUrl (value: string): string | Invalid {
   return /^rediss?:\/\/./.test(value) ? value : new Invalid('expected redis://host:port or rediss://…')
+}
+
+function readSmtpUrl (value: string): string | Invalid {
+  return /^smtps?:\/\/./.test(value) ? value : new Invalid('expected smtp://user:password@host:port or smtps://…')
 }
 
 function readOrigins (value: string): string[] | Invalid | undefined {

@@ -11,6 +11,7 @@ import { petOperations, type PetOperationsOptions } from '../http/routes/pets.js
 import { rootRoutes } from '../http/routes/root.js'
 import { storeOrderOperations } from '../http/routes/store-orders.js'
 import { portalRoutes } from '../portal/routes.js'
+import { mailLinksOf } from '../services/mail-messages.js'
 import type { AppServices } from './services.js'
 
 /** The API's operations, and their OpenAPI document, built from their schemas once. */
@@ -35,5 +36,5 @@ export async function registerFrameworkRoutes (app: FastifyInstance, { config, s
   await app.register(healthRoutes, { store })
   if (config.metricsEnabled && config.metricsToken !== undefined) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
   else if (config.metricsEnabled) log.info('GET /metrics is not served: set METRICS_TOKEN to let scrapers that send it read the metrics')
-  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
+  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl, links: mailLinksOf(config) })
 }

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
-import { createAccount, setAccountPassword } from '../../services/accounts.js'
+import { createAccount, setAccountPassword, verifyAccountEmail } from '../../services/accounts.js'
+import { mailLinksOf } from '../../services/mail-messages.js'
 import { CliError, type Command } from '../context.js'
 import { withStore } from '../with-store.js'
 
@@ -27,9 +28,22 @@ export const accountsSetPassword: Command = {
     const email = values.email
     const password = await context.readSecret('New password (at least 12 characters): ')
     if (password === '') throw new CliError('no password was given on standard input')
-    const { account, endedSessions } = await withStore(context, (store) => setAccountPassword(store, { email, password }))
+    const { account, endedSessions } = await withStore(context, (store, config) => setAccountPassword(store, { email, password }, { actor: 'cli', links: mailLinksOf(config) }))
     context.stdout(`Set the portal password of ${account.email}${endedSessions > 0 ? `; ended ${endedSessions} portal session${endedSessions === 1 ? '' : 's'}` : ''}.`)
     context.stdout('They can log in at /portal/login.')
+    return 0
+  }
+}
+
+export const accountsVerify: Command = {
+  usage: 'animal-store accounts verify --email E',
+  summary: 'Mark the email of an account verified by hand (it can then generate keys in the portal). Accounts made with this tool are verified already.',
+  run: async (args, context) => {
+    const { values } = parseArgs({ args, options: { email: { type: 'string' } }, strict: true })
+    if (values.email === undefined) throw new CliError('--email is required')
+    const email = values.email
+    const { account, already } = await withStore(context, (store) => verifyAccountEmail(store, email))
+    context.stdout(already ? `The email of ${account.email} was verified already.` : `Verified the email of ${account.email}: it can generate keys in the portal.`)
     return 0
   }
 }

@@ -45,7 +45,9 @@ export async function signUpAndLogInRoutes (app: FastifyInstance, ctx: PortalCon
     const query = request.query as Record<string, unknown>
     const notice = query.logged_out !== undefined
       ? 'You have logged out.'
-      : query.ended !== undefined ? 'Your session has ended. Please log in again.' : undefined
+      : query.ended !== undefined
+        ? 'Your session has ended. Please log in again.'
+        : query.reset !== undefined ? 'Your new password is set, and every session of the account was signed out. Log in with the new password.' : undefined
     return sendPage(reply, 200, logInPage({ assets: ctx.assets, csrfToken: ctx.presession.issue(request, reply), notice }))
   })
   app.post('/login', HIDDEN, async function submitLogIn (request, reply) { return await logInWith(ctx, request, reply) })
@@ -112,7 +114,7 @@ async function signUpWith (ctx: PortalContext, request: FastifyRequest, reply: F
   if (form.refused !== undefined) return form.refused
   const { email, password, render } = form
   if (email === undefined) return render(400, 'Enter a valid email address, such as you@example.com.')
-  const result = await signUp(ctx.store, ctx.hasher, ctx.devices, { email, password, ip: request.ip })
+  const result = await signUp(ctx.store, ctx.hasher, ctx.devices, ctx.links, { email, password, ip: request.ip })
   switch (result.outcome) {
     case 'invalid_password':
       return render(400, result.message)

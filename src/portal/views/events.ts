@@ -14,7 +14,12 @@ export const EVENT_WORDS: Readonly<Record<AuditEventType, string>> = {
   key_rolled: 'Key rolled',
   key_revoked: 'Key revoked',
   key_expired: 'Expired key presented',
-  scope_denied: 'Request refused: scope missing'
+  scope_denied: 'Request refused: scope missing',
+  verification_sent: 'Verification link sent',
+  email_verified: 'Email address verified',
+  password_reset_requested: 'Password reset link sent',
+  password_reset: 'Password reset',
+  key_expiry_reminded: 'Key expiry reminder sent'
 }
 
 const ACTOR_WORDS: Readonly<Record<AuditActor, string>> = { portal: 'Portal', cli: 'Operator (command line)', api: 'API' }
