@@ -116,7 +116,7 @@ export const ConfigSchema = Type.Object({
     guide: { title: 'Mail', href: '#mail' }
   }),
   mailFrom: Type.String({ env: 'MAIL_FROM', default: 'Animal Store <no-reply@localhost>', accepts: 'an address, optionally with a name', description: 'sender (`From`) of every message' }),
-  mailGiveUpAfterMs: integer(1000, 30 * 86_400_000, 86_400_000, { env: 'MAIL_GIVE_UP_AFTER_MS', description: 'a message still not sent this long after it was written is marked `failed` in the outbox (retries back off exponentially until then)' }),
+  mailGiveUpAfterMs: integer(1000, 7 * 86_400_000, 86_400_000, { env: 'MAIL_GIVE_UP_AFTER_MS', description: 'a message still not sent this long after it was written is marked `failed` in the outbox (retries back off exponentially until then)' }),
   trustProxy: list({
     env: 'TRUST_PROXY',
     accepts: 'comma-separated IPs or CIDR ranges (or `loopback`, `linklocal`, `uniquelocal`)',

@@ -32,6 +32,7 @@ const READERS: Partial<Record<ConfigKey, Reader>> = {
   stagingBaseUrl: readBaseUrl,
   redisUrl: readRedisUrl,
   smtpUrl: readSmtpUrl,
+  mailFrom: readMailFrom,
   corsOrigins: readOrigins,
   metricsToken: readToken,
   trustProxy: readTrustProxy
@@ -183,6 +184,11 @@ function readRedisUrl (value: string): string | Invalid {
 
 function readSmtpUrl (value: string): string | Invalid {
   return /^smtps?:\/\/./.test(value) ? value : new Invalid('expected smtp://user:password@host:port or smtps://…')
+}
+
+/** An address, optionally with a name (`Animal Store <no-reply@example.com>`): one line of visible text. */
+function readMailFrom (value: string): string | Invalid {
+  return value.length <= 320 && /^[^\u0000-\u001F\u007F]*[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+>?$/.test(value) ? value : new Invalid('expected an address such as no-reply@example.com or Animal Store <no-reply@example.com>')
 }
 
 function readOrigins (value: string): string[] | Invalid | undefined {

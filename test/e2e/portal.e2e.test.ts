@@ -268,15 +268,15 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     await page.waitForURL('**/portal/events')
     const events = async (): Promise<string[]> => await page.locator('table.events tbody td[data-label="Event"]').allInnerTexts()
     await reloadUntil(page, 'the scope refusal among the events', 10_000, async () => (await events()).includes('Request refused: scope missing'))
-    assert.deepEqual((await events()).filter((event) => event !== 'Request refused: scope missing'), ['Key rolled', 'Key created', 'Password set', 'Account created'])
+    assert.deepEqual((await events()).filter((event) => event !== 'Request refused: scope missing'), ['Key rolled', 'Key created', 'Email address verified', 'Verification link sent', 'Password set', 'Account created'])
     assert.match(await page.locator('table.events').innerText(), /Portal\s+127\.0\.0\.1/)
 
     assert.deepEqual(consoleErrors, [], 'no console errors, no CSP violations')
   })
 
   test('failure paths: wrong password, unknown email, duplicate email, short password and a form without its CSRF token', { timeout: 120_000 }, async (t) => {
-    const { page, consoleErrors } = await open(t)
-    await signUp(page, 'taken@example.com', PASSWORD)
+    const { server, page, consoleErrors } = await open(t)
+    await signUp(page, 'taken@example.com', PASSWORD, server)
     await page.waitForURL('**/portal/keys')
     await page.getByRole('button', { name: 'Log out' }).click()
     await page.waitForURL('**/portal/login?logged_out=1')
