@@ -188,7 +188,8 @@ function readSmtpUrl (value: string): string | Invalid {
 
 /** An address, optionally with a name (`Animal Store <no-reply@example.com>`): one line of visible text. */
 function readMailFrom (value: string): string | Invalid {
-  return value.length <= 320 && /^[^\u0000-\u001F\u007F]*[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+>?$/.test(value) ? value : new Invalid('expected an address such as no-reply@example.com or Animal Store <no-reply@example.com>')
+  const visible = [...value].every((character) => (character.codePointAt(0) ?? 0) >= 0x20 && character !== '\u007F')
+  return value.length <= 320 && visible && /^[^@]*?[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+>?$/.test(value) ? value : new Invalid('expected an address such as no-reply@example.com or Animal Store <no-reply@example.com>')
 }
 
 function readOrigins (value: string): string[] | Invalid | undefined {
