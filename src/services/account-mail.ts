@@ -11,8 +11,9 @@ export const MAIL_LIMITS = Object.freeze({
   resendPerAccount: 3,
   resetPerEmail: 3,
   resetPerAddress: 10,
-  /** New passwords set through reset links, per client address. */
-  resetSetPerAddress: 10
+  /** New passwords set through reset links, per client address and per account. */
+  resetSetPerAddress: 10,
+  resetSetPerAccount: 3
 })
 
 /** Where links point when no one said (the CLI with its defaults). */
@@ -94,9 +95,12 @@ export async function requestPasswordReset (
   return { outcome: 'accepted' }
 }
 
-/** Counts one new password set through a reset link against the client's address. */
-export async function countResetUse (store: Store, ip: string): Promise<MailThrottled | undefined> {
-  return await countUse(store, [{ subject: `reset-set:address:${ip}`, max: MAIL_LIMITS.resetSetPerAddress }])
+/** Counts one new password set through a reset link against the client's address and the account. */
+export async function countResetUse (store: Store, ip: string, accountId: number): Promise<MailThrottled | undefined> {
+  return await countUse(store, [
+    { subject: `reset-set:address:${ip}`, max: MAIL_LIMITS.resetSetPerAddress },
+    { subject: `reset-set:account:${accountId}`, max: MAIL_LIMITS.resetSetPerAccount }
+  ])
 }
 
 /**

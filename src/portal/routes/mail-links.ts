@@ -81,10 +81,10 @@ async function reset (ctx: PortalContext, request: FastifyRequest, reply: Fastif
     sendPage(reply, status, resetPasswordPage({ assets: ctx.assets, csrfToken: ctx.presession.issue(request, reply), token: String(tokenText), email: account.email, error }))
   const problem = controlCharacterProblem('password', password) ?? passwordProblem(password)
   if (problem !== undefined) return render(400, problem)
-  const throttled = await countResetUse(ctx.store, request.ip)
+  const throttled = await countResetUse(ctx.store, request.ip, account.id)
   if (throttled !== undefined) {
     reply.header('retry-after', String(throttled.retryAfterSeconds))
-    return render(429, `Too many new passwords set from your network. Try again in ${Math.ceil(throttled.retryAfterSeconds / 60)} minutes.`)
+    return render(429, `Too many new passwords set for this account or from your network. Try again in ${Math.ceil(throttled.retryAfterSeconds / 60)} minutes.`)
   }
   let passwordHash: string
   try {
