@@ -27,6 +27,9 @@ test('loadConfig applies the documented defaults', () => {
     maxConnections: 10_000,
     metricsToken: undefined,
     metricsEnabled: true,
+    smtpUrl: undefined,
+    mailFrom: 'Animal Store <no-reply@localhost>',
+    mailGiveUpAfterMs: 86_400_000,
     trustProxy: []
   })
 })

@@ -4,6 +4,7 @@ import { buildApp, serviceLogger } from './app.js'
 import { leaveCluster, runPrimary, withWorkerId } from './cluster.js'
 import { explainFailure } from './cli/explain-failure.js'
 import type { Config } from './config.js'
+import { startMailJobs } from './services/mail-jobs.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 import { keepTickObjectShapes } from './tick-object-shapes.js'
@@ -24,6 +25,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   const logger = withWorkerId(await serviceLogger(config))
   let store: Store | undefined
   let app: FastifyInstance | undefined
+  let mail: ReturnType<typeof startMailJobs> | undefined
   let stopping: Promise<void> | undefined
 
   // Installed before anything starts: a signal that arrives while the server is still
@@ -39,6 +41,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
       .catch(() => {})
       .then(async () => {
         await app?.close()
+        await mail?.close()
         await store?.close()
         clearTimeout(deadline)
         logger.info('stopped')
@@ -65,6 +68,8 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations')
     app = await buildApp({ config, store, logger })
     if (stopping === undefined) await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningLine })
+    // Every instance sends: the outbox's claims keep two from sending one message.
+    if (stopping === undefined) mail = startMailJobs(config, store, logger)
   })()
 
   try {
@@ -78,6 +83,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     process.removeListener('SIGTERM', stop)
     process.removeListener('SIGINT', stop)
     await app?.close().catch(() => {})
+    await mail?.close().catch(() => {})
     await store?.close().catch(() => {})
     leaveCluster()
   }
