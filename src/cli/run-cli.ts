@@ -7,7 +7,7 @@ import { accountsCreate, accountsSetPassword } from './commands/accounts.js'
 import { audit } from './commands/audit.js'
 import { backup } from './commands/backup.js'
 import { configCommand } from './commands/config.js'
-import { keysCreate, keysList, keysRevoke, keysRoll, keysUsage } from './commands/keys.js'
+import { keysCreate, keysList, keysRevoke, keysRoll, keysUsage, sandboxReset } from './commands/keys.js'
 import { migrate } from './commands/migrate.js'
 import { seed } from './commands/seed.js'
 import { serveCommand } from './commands/serve.js'
@@ -25,6 +25,7 @@ const COMMANDS: Record<string, Command> = {
   'keys revoke': keysRevoke,
   'keys roll': keysRoll,
   'keys usage': keysUsage,
+  'sandbox reset': sandboxReset,
   audit,
   seed,
   backup

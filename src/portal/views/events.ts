@@ -14,7 +14,8 @@ export const EVENT_WORDS: Readonly<Record<AuditEventType, string>> = {
   key_rolled: 'Key rolled',
   key_revoked: 'Key revoked',
   key_expired: 'Expired key presented',
-  scope_denied: 'Request refused: scope missing'
+  scope_denied: 'Request refused: scope missing',
+  sandbox_reset: 'Test data reset'
 }
 
 const ACTOR_WORDS: Readonly<Record<AuditActor, string>> = { portal: 'Portal', cli: 'Operator (command line)', api: 'API' }

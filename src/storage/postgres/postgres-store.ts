@@ -10,6 +10,7 @@ import { keyUsageRepository } from './key-usage.js'
 import { loginAttemptRepository } from './login-attempts.js'
 import { applyMigrations, warnAboutDurability, warnAboutReplication } from './migrate.js'
 import { petRepository, petWrites } from './pets.js'
+import { sandboxRepository } from './sandbox.js'
 import { sessionRepository } from './sessions.js'
 import { settingOf } from './settings.js'
 
@@ -77,6 +78,7 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
   return {
     engine: 'postgres',
     pets: petRepository(db, writes),
+    sandbox: sandboxRepository(db),
     accounts: accountRepository(db),
     sessions: sessionRepository(db),
     loginAttempts: loginAttemptRepository(db),

@@ -12,6 +12,7 @@ import { loginAttemptRepository } from './login-attempts.js'
 import { applyMigrations } from './migrate.js'
 import { openPetWrites, type PetWrites } from './pet-writes.js'
 import { petRepository } from './pets.js'
+import { sandboxRepository } from './sandbox.js'
 import { sessionRepository } from './sessions.js'
 import { settingOf } from './settings.js'
 
@@ -30,6 +31,7 @@ function buildStore (db: Database.Database, petWrites: PetWrites): Store {
   return {
     engine: 'sqlite',
     pets: petRepository(db, petWrites),
+    sandbox: sandboxRepository(db),
     accounts: accountRepository(db),
     sessions: sessionRepository(db),
     loginAttempts: loginAttemptRepository(db),
