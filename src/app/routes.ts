@@ -27,7 +27,7 @@ export async function apiRoutes (config: Readonly<Config>, services: PetOperatio
 }
 
 /** The framework's routes, everything outside /v1: the reference page, the probes, the metrics and the developer portal. */
-export async function registerFrameworkRoutes (app: FastifyInstance, { config, store, metrics, document, log }: AppServices): Promise<void> {
+export async function registerFrameworkRoutes (app: FastifyInstance, { config, store, metrics, document, log, sandbox }: AppServices): Promise<void> {
   // The reference page's plugin reads the document through @fastify/swagger: the same one, given as it is.
   await app.register(swagger, { mode: 'static', specification: { document } as StaticDocumentSpec })
   await app.register(docsRoutes)
@@ -35,5 +35,5 @@ export async function registerFrameworkRoutes (app: FastifyInstance, { config, s
   await app.register(healthRoutes, { store })
   if (config.metricsEnabled && config.metricsToken !== undefined) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
   else if (config.metricsEnabled) log.info('GET /metrics is not served: set METRICS_TOKEN to let scrapers that send it read the metrics')
-  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
+  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl, sandbox })
 }

@@ -52,6 +52,11 @@ export class SandboxCatalog {
     this.poller = setInterval(() => { void this.checkResets() }, SANDBOX_RESET_POLL_MS).unref()
   }
 
+  /** SANDBOX_MAX_PETS. */
+  get maxPets (): number {
+    return this.options.maxPets
+  }
+
   async start (): Promise<void> {
     this.marker = await this.repository.resetMarker()
   }

@@ -1,12 +1,18 @@
-import { describe, test } from 'node:test'
+import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { SANDBOX_SEED } from '../../src/core/demo-pets.js'
 import { createAccount, createApiKey, resetSandbox } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
 import type { Response as LightMyRequestResponse } from 'light-my-request'
 import { assertError } from '../helpers/api-responses.js'
-import { buildTestApp, METRICS_AUTH, type TestApp } from '../helpers/build-app.js'
+import type { FastifyInstance } from 'fastify'
+import { pino } from 'pino'
+import { loadConfig } from '../../src/config.js'
+import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
+import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
+import { buildServedApp, buildTestApp, METRICS_AUTH, TEST_DEFAULTS, TEST_ENGINE, type TestApp } from '../helpers/build-app.js'
 import { eventually } from '../helpers/eventually.js'
+import { csrfTokenOf, messageOf, PortalClient } from '../helpers/portal-client.js'
 
 interface Pet { id: number, name: string, categoryId: number, status?: string }
 
@@ -35,6 +41,15 @@ async function everyPet (t: TestApp, auth: { authorization: string }, limit = 7)
     url = link === undefined ? undefined : /<([^>]+)>; rel="next"/.exec(link)?.[1]
   }
   return pets
+}
+
+/** Another instance on the same database: a store and an app of its own, with caches of its own. */
+async function secondInstance (t: TestContext, first: TestApp): Promise<FastifyInstance> {
+  const store = TEST_ENGINE === 'postgres' ? openPostgresStore(first.databaseUrl, { poolSize: 2, onError: () => {} }) : openSqliteStore(first.dbPath)
+  t.after(() => store.close())
+  const app = await buildServedApp({ config: loadConfig(TEST_DEFAULTS), store, logger: pino({ level: 'silent' }) })
+  t.after(() => app.close())
+  return app
 }
 
 const seeded = (): Pet[] => SANDBOX_SEED.map((pet, index) => ({ id: index + 1, name: pet.name, categoryId: Number(pet.categoryId), ...(pet.status !== undefined && { status: pet.status }) }))
@@ -129,7 +144,6 @@ describe('test mode: the sandbox', () => {
 
   test('test keys keep the contract: validation, scopes, deprecation headers, Idempotency-Key, their own rate limit, the mode in metrics and log', async (t) => {
     const lines: string[] = []
-    const { pino } = await import('pino')
     const logger = pino({ level: 'info' }, { write: (line: string) => { lines.push(line) } })
     const app = await buildTestApp(t, { SANDBOX_RATE_LIMIT_PER_MINUTE: '12' }, logger)
     const test = await testKey(app.store)
@@ -171,5 +185,49 @@ describe('test mode: the sandbox', () => {
     const logged = lines.map((line) => JSON.parse(line) as { url?: string, mode?: string, statusCode?: number }).filter((line) => line.url?.startsWith('/v1/pets') === true)
     assert.ok(logged.some((line) => line.mode === 'test' && line.statusCode === 201))
     assert.ok(logged.some((line) => line.mode === undefined && line.statusCode === 200), 'a live request carries no mode field')
+  })
+})
+
+describe('test mode in the portal, and on two instances', () => {
+  test('the portal generates a test key, shows its mode, and resets the test data (confirmed, with the CSRF token, audited); the other instance sees the reset within 1 s', async (t) => {
+    const app = await buildTestApp(t)
+    const second = await secondInstance(t, app)
+    const browser = new PortalClient(app.app)
+    assert.equal((await browser.signUp('dev@example.com', 'correct horse battery staple')).statusCode, 303)
+    const { response, key } = await browser.generateKey('tests', { mode: 'test' })
+    assert.match(key, /^ask_test_/)
+    assert.match(response.body, /<dt>Mode<\/dt><dd>Test: it reads and writes only your test data<\/dd>/)
+    assert.match(response.body, /<code id="snippet">export ANIMAL_STORE_KEY=&#39;ask_test_/)
+    assert.match(response.body, /id="test-mode-note">With a test key/)
+    assert.match(response.body, /<td data-label="Mode"><span class="mode-test">Test<\/span><\/td>/)
+    const live = await browser.generateKey('prod')
+    assert.match(live.key, /^ask_(?!test_)/)
+    assert.match(live.response.body, /<td data-label="Mode">Live<\/td>/)
+    const test = { authorization: `Bearer ${key}` }
+
+    assert.equal((await create(app, test, { name: 'Made', categoryId: 1 })).json<Pet>().id, 21)
+    // Both instances have the page and the animal cached before the reset.
+    for (const instance of [app.app, second, app.app, second]) {
+      assert.equal((await instance.inject({ url: '/v1/pets?limit=21', headers: test })).json<Pet[]>().length, 21)
+      assert.equal((await instance.inject({ url: '/v1/pets/21', headers: test })).statusCode, 200)
+    }
+    const keyId = /\/portal\/keys\/(key_[0-9A-Za-z]{16})"/.exec(response.body)?.[1]
+    const keyPage = await browser.get(`/portal/keys/${keyId ?? ''}`)
+    assert.match(keyPage.body, /Test requests \(sandbox\) in the last 30 days/)
+
+    assert.equal((await browser.post('/portal/sandbox/reset', {})).statusCode, 403, 'a reset without the CSRF token is refused')
+    assert.equal((await second.inject({ url: '/v1/pets/21', headers: test })).statusCode, 200, 'nothing was reset')
+    const confirm = await browser.get('/portal/sandbox/reset')
+    assert.match(confirm.body, /Reset your test data\?/)
+    const reset = await browser.post('/portal/sandbox/reset', { _csrf: csrfTokenOf(confirm.body) })
+    assert.equal(reset.statusCode, 303, reset.body)
+    assert.equal(reset.headers.location, '/portal/keys?sandbox=reset')
+    assert.match(messageOf((await browser.get('/portal/keys?sandbox=reset')).body), /Your test data was reset/)
+    assert.equal((await app.app.inject({ url: '/v1/pets/21', headers: test })).statusCode, 404, 'the instance that reset forgets at once')
+    await eventually(async () => {
+      assert.equal((await second.inject({ url: '/v1/pets/21', headers: test })).statusCode, 404)
+      assert.deepEqual((await second.inject({ url: '/v1/pets?limit=21', headers: test })).json(), seeded())
+    }, { timeout: 1000 })
+    assert.match((await browser.get('/portal/events')).body, /Test data reset/)
   })
 })

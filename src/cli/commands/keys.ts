@@ -98,8 +98,8 @@ export const keysList: Command = {
   summary: "List the account's keys (never their secrets).",
   description: [
     'A table: ID, LABEL, PREFIX, SCOPES, CREATED, EXPIRES, LAST USED, REVOKED, STATE (live, revoked or',
-    'expired; a rolled key also names the key that replaced it), MODE (live or test: whether the key reads the',
-    'catalogue or the account\'s sandbox). Last-used times lag real use by up to a minute.',
+    'expired; a rolled key also names the key that replaced it); a test key\'s PREFIX starts ask_test_. Last-used',
+    'times lag real use by up to a minute.',
     '',
     'With --json, an array, oldest key first, of',
     '  { "id", "label", "prefix", "createdAt", "lastUsedAt", "revokedAt", "scopes": ["animals:read", …],',
@@ -117,9 +117,9 @@ export const keysList: Command = {
     }
     const cells = rows.map((row) => [
       row.id, row.label ?? '-', row.prefix, scopesList(row), iso(row.createdAt) ?? '-', iso(row.expiresAt) ?? 'never',
-      iso(row.lastUsedAt) ?? 'never', iso(row.revokedAt) ?? '-', `${stateOf(row)}${row.rolledTo === null ? '' : `, rolled to ${row.rolledTo}`}`, row.mode
+      iso(row.lastUsedAt) ?? 'never', iso(row.revokedAt) ?? '-', `${stateOf(row)}${row.rolledTo === null ? '' : `, rolled to ${row.rolledTo}`}`
     ])
-    context.stdout(table([['ID', 'LABEL', 'PREFIX', 'SCOPES', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED', 'STATE', 'MODE'], ...cells]))
+    context.stdout(table([['ID', 'LABEL', 'PREFIX', 'SCOPES', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED', 'STATE'], ...cells]))
     return 0
   }
 }

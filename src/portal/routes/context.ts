@@ -13,6 +13,8 @@ export interface PortalContext {
   store: Store
   /** PUBLIC_BASE_URL: the API base in the first-request snippet. */
   publicBaseUrl: string | undefined
+  /** Every account's test data: a reset through it is seen by this instance at once. */
+  sandbox: { reset: (accountId: number) => Promise<void>, readonly maxPets: number }
   policy: CookiePolicy
   sessions: Sessions
   presession: PresessionCsrf

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { withoutControlCharacters } from '../../core/accounts.js'
-import { MAX_LIVE_KEYS, SCOPES } from '../../core/api-keys.js'
+import { isKeyMode, MAX_LIVE_KEYS, SCOPES, type KeyMode } from '../../core/api-keys.js'
 import {
   AccountsError,
   durationOrFail,
@@ -10,13 +10,14 @@ import {
   keyLabelOrFail,
   LiveKeyLimitError,
   revokeOwnApiKey,
+  resetSandbox,
   rollApiKey,
   scopesOrFail
 } from '../../services/accounts.js'
 import type { ApiKeyRow } from '../../storage/store.js'
 import { choiceProblem, DEFAULT_EXPIRY_CHOICE, DEFAULT_GRACE_CHOICE, EXPIRY_CHOICES, GRACE_CHOICES, isOffered } from '../choices.js'
 import type { PortalSession } from '../session.js'
-import { revokePage, rollPage } from '../views/key-changes.js'
+import { revokePage, rollPage, sandboxResetPage } from '../views/key-changes.js'
 import { keysPage, revokedKeysPage, type KeyFormState } from '../views/keys.js'
 import { field, fieldValues, HIDDEN, noSuchKey, ownKey, sendErrorPage, sendPage, sentence, type PortalContext } from './context.js'
 import { sessionOf } from './signed-in.js'
@@ -52,6 +53,22 @@ export async function keyRoutes (app: FastifyInstance, ctx: PortalContext): Prom
     return sendPage(reply, 200, rollPage({ assets: ctx.assets, session, key }))
   })
   app.post<{ Params: { keyId: string } }>('/keys/:keyId/roll', HIDDEN, async function rollKey (request, reply) { return await roll(ctx, request, reply) })
+  app.get('/sandbox/reset', HIDDEN, async function confirmSandboxReset (request, reply) {
+    return sendPage(reply, 200, sandboxResetPage({ assets: ctx.assets, session: sessionOf(request) }))
+  })
+  app.post('/sandbox/reset', HIDDEN, async function resetTestData (request, reply) {
+    const session = sessionOf(request)
+    // Through this instance's sandbox, which forgets the old data at once; the others follow the store's feed of resets.
+    await resetSandbox(ctx.store, session.account.id, { actor: 'portal', address: request.ip }, ctx.sandbox)
+    request.log.info({ accountId: session.account.id }, 'portal: test data reset')
+    return await reply.redirect('/portal/keys?sandbox=reset', 303)
+  })
+}
+
+/** The mode the form chose; `fallback` when it chose none, a message for anything else. */
+function modeOf (request: FastifyRequest, fallback: KeyMode = 'live'): KeyMode | { problem: string } {
+  const text = field(request, 'mode') ?? fallback
+  return isKeyMode(text) ? text : { problem: 'Choose whether the key is live or test.' }
 }
 
 interface KeysPageExtras {
@@ -72,20 +89,24 @@ async function renderKeys (ctx: PortalContext, request: FastifyRequest, reply: F
   const session = sessionOf(request)
   const live = await ctx.store.apiKeys.pageByAccount(session.account.id, { live: true, limit: MAX_LIVE_KEYS, offset: 0 })
   const revoked = await ctx.store.apiKeys.pageByAccount(session.account.id, { live: false, limit: REVOKED_ON_KEYS_PAGE, offset: 0 })
-  return sendPage(reply, status, keysPage({ assets: ctx.assets, session, live: live.rows, revoked: revoked.rows, revokedTotal: revoked.total, apiBaseUrl: apiBaseUrl(ctx, request), ...extras }))
+  return sendPage(reply, status, keysPage({
+    assets: ctx.assets, session, live: live.rows, revoked: revoked.rows, revokedTotal: revoked.total, apiBaseUrl: apiBaseUrl(ctx, request), sandboxMaxPets: ctx.sandbox.maxPets, ...extras
+  }))
 }
 
 async function keysWithNotice (ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const session = sessionOf(request)
-  const { revoked, created } = request.query as Record<string, unknown>
+  const { revoked, created, sandbox } = request.query as Record<string, unknown>
   if (typeof created === 'string') return await renderKeys(ctx, request, reply, 200, await createdKeyExtras(ctx, request, reply, session, created))
   ctx.newKeys.take(request, reply)
   const key = typeof revoked === 'string' ? await ownKey(ctx, session, revoked) : undefined
-  const notice = key === undefined || key.live
-    ? undefined
-    : key.revokedAt === null
-      ? `The key ${key.label ?? key.prefix} has expired: the API refuses it.`
-      : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
+  const notice = sandbox === 'reset'
+    ? 'Your test data was reset: your sandbox holds the demo animals again.'
+    : key === undefined || key.live
+      ? undefined
+      : key.revokedAt === null
+        ? `The key ${key.label ?? key.prefix} has expired: the API refuses it.`
+        : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
   return await renderKeys(ctx, request, reply, 200, { notice })
 }
 
@@ -134,10 +155,12 @@ async function generate (ctx: PortalContext, request: FastifyRequest, reply: Fas
   const labelText = field(request, 'label') ?? ''
   const scopeTexts = fieldValues(request, 'scopes')
   const expiryText = field(request, 'expires_in') ?? DEFAULT_EXPIRY_CHOICE
+  const mode = modeOf(request)
   // The form as it was sent, for the page that says what is wrong with it: known choices only.
   const form: KeyFormState = {
     scopes: (scopeTexts ?? []).filter((scope) => SCOPES.some((known) => known === scope)),
-    expiresIn: isOffered(EXPIRY_CHOICES, expiryText) ? expiryText : DEFAULT_EXPIRY_CHOICE
+    expiresIn: isOffered(EXPIRY_CHOICES, expiryText) ? expiryText : DEFAULT_EXPIRY_CHOICE,
+    ...(typeof mode === 'string' && { mode })
   }
   const refuse = (status: number, error: string): Promise<FastifyReply> =>
     renderKeys(ctx, request, reply, status, { error, label: withoutControlCharacters(labelText).slice(0, 500), form })
@@ -153,7 +176,8 @@ async function generate (ctx: PortalContext, request: FastifyRequest, reply: Fas
     const expiryRefusal = choiceProblem(EXPIRY_CHOICES, expiryText, 'when the key expires')
     if (expiryRefusal !== undefined) return await refuse(400, expiryRefusal)
     const expiresAt = expiryText === 'never' ? null : expiryOrFail({ expiresIn: expiryText })
-    created = await issueApiKey(ctx.store, session.account.id, label, { scopes, expiresAt }, { actor: 'portal', address: request.ip })
+    if (typeof mode !== 'string') return await refuse(400, mode.problem)
+    created = await issueApiKey(ctx.store, session.account.id, label, { scopes, expiresAt, mode }, { actor: 'portal', address: request.ip })
   } catch (error) {
     const refusal = changeRefusal(reply, error)
     if (refusal === undefined) throw error
@@ -202,10 +226,12 @@ async function roll (ctx: PortalContext, request: KeyRequest, reply: FastifyRepl
   const refuse = (error: string): FastifyReply => sendPage(reply, 400, rollPage({ assets: ctx.assets, session, key, grace: shownGrace, error }))
   const graceRefusal = choiceProblem(GRACE_CHOICES, graceText, 'how long the old key keeps working')
   if (graceRefusal !== undefined) return refuse(graceRefusal)
+  const mode = modeOf(request, key.mode)
+  if (typeof mode !== 'string') return refuse(mode.problem)
   let rolled: { key: string, row: ApiKeyRow, old: ApiKeyRow }
   try {
     const graceMs = durationOrFail(graceText, 'the grace period')
-    rolled = await rollApiKey(ctx.store, key.id, { graceMs, ownerId: session.account.id }, { actor: 'portal', address: request.ip })
+    rolled = await rollApiKey(ctx.store, key.id, { graceMs, ownerId: session.account.id, mode }, { actor: 'portal', address: request.ip })
   } catch (error) {
     const change = changeRefusal(reply, error)
     if (change === undefined) throw error
