@@ -43,6 +43,7 @@ const list = (meta: VariableMeta): TArray<TString> =>
 
 const MORE_CORES = { title: 'More cores', href: '#more-cores-web_concurrency' }
 const REPLICATION = { title: 'Replication and failover', href: 'replication.md' }
+const TEST_MODE = { title: 'Test mode', href: 'client-developers.md#test-mode' }
 
 /**
  * Every environment variable the service reads, in the order `animal-store config` and the operations guide list them.
@@ -92,6 +93,8 @@ export const ConfigSchema = Type.Object({
     description: 'how log lines are written: `pretty`, one readable line each; `json`, one JSON object each; `auto`, pretty on a terminal and JSON on a pipe or a file'
   }),
   rateLimitPerMinute: integer(0, 1_000_000_000, 0, { env: 'RATE_LIMIT_PER_MINUTE', defaultText: '`0` (off)', description: 'requests per API key per minute; over it: 429 `rate_limited`' }),
+  sandboxRateLimitPerMinute: integer(1, 1_000_000_000, 1000, { env: 'SANDBOX_RATE_LIMIT_PER_MINUTE', description: 'requests per test key per minute (test mode), instead of `RATE_LIMIT_PER_MINUTE`; over it: 429 `rate_limited`', guide: TEST_MODE }),
+  sandboxMaxPets: integer(1, 1_000_000_000, 10_000, { env: 'SANDBOX_MAX_PETS', description: 'most animals an account\'s sandbox holds (test mode); `createPet` beyond it: 403 `sandbox_full`', guide: TEST_MODE }),
   redisUrl: optionalString({
     env: 'REDIS_URL',
     secret: 'password',

@@ -18,6 +18,8 @@ test('loadConfig applies the documented defaults', () => {
     stagingBaseUrl: undefined,
     logLevel: 'info',
     rateLimitPerMinute: 0,
+    sandboxRateLimitPerMinute: 1000,
+    sandboxMaxPets: 10_000,
     redisUrl: undefined,
     corsOrigins: [],
     loadShedEventLoopDelayMs: 1000,

@@ -182,7 +182,7 @@ export interface components {
              * @description Machine-readable error code.
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "idempotency_key_in_use" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "not_implemented" | "service_unavailable" | "insufficient_storage";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "sandbox_full" | "not_found" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "idempotency_key_in_use" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "not_implemented" | "service_unavailable" | "insufficient_storage";
             /** @description Human-readable description, naming the offending field or parameter. It may quote what the request sent. */
             message: string;
             /**
@@ -369,7 +369,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is valid but lacks the scope this operation needs (insufficient_scope); the WWW-Authenticate header names the scope. */
+            /** @description The API key is valid but lacks the scope this operation needs (insufficient_scope); the WWW-Authenticate header names the scope. With a test key, `sandbox_full`: its account's sandbox holds SANDBOX_MAX_PETS animals (test mode); reset it to create more. */
             403: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];

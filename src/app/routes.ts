@@ -28,7 +28,7 @@ export async function apiRoutes (config: Readonly<Config>, services: PetOperatio
 }
 
 /** The framework's routes, everything outside /v1: the reference page, the probes, the metrics and the developer portal. */
-export async function registerFrameworkRoutes (app: FastifyInstance, { config, store, metrics, readiness, document, log }: AppServices): Promise<void> {
+export async function registerFrameworkRoutes (app: FastifyInstance, { config, store, metrics, readiness, document, log, sandbox }: AppServices): Promise<void> {
   // The reference page's plugin reads the document through @fastify/swagger: the same one, given as it is.
   await app.register(swagger, { mode: 'static', specification: { document } as StaticDocumentSpec })
   await app.register(docsRoutes)
@@ -37,5 +37,5 @@ export async function registerFrameworkRoutes (app: FastifyInstance, { config, s
   if (config.metricsEnabled && config.metricsToken !== undefined) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
   // Debug, not info: most first runs need no metrics, and the start-up stays one line.
   else if (config.metricsEnabled) log.debug('GET /metrics is off: set METRICS_TOKEN to a secret of 16 or more characters to serve it to scrapers that send that token')
-  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl, links: mailLinksOf(config) })
+  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl, links: mailLinksOf(config), sandbox })
 }

@@ -13,6 +13,7 @@ import { Metrics } from '../services/metrics.js'
 import { PetCatalog } from '../services/pet-catalog.js'
 import { RateLimiter } from '../services/rate-limiter.js'
 import { Readiness } from '../services/readiness.js'
+import { SandboxCatalog } from '../services/sandbox-catalog.js'
 import { UsageRecorder } from '../services/usage-recorder.js'
 import { instrumentStore } from '../storage/instrumented-store.js'
 import type { Store } from '../storage/store.js'
@@ -45,6 +46,8 @@ export interface AppServices {
   readiness: Readiness
   /** The API's OpenAPI document, as the reference page serves it. */
   document: unknown
+  /** Every account's sandbox (test mode): the portal resets one through it. */
+  sandbox: SandboxCatalog
   /** What pipeline() builds the steps from; its framework is attached when the server is built (app/server.ts). */
   pipelineDeps: PipelineDeps & { framework: FrameworkHandler }
   /** Stops the services' timers and writes out what they still hold. */
@@ -75,8 +78,8 @@ async function firstConnection (redis: Redis): Promise<void> {
  * Start-up waits (at most about a second) for the first connection to Redis, so that an
  * instance counts together with the others from its first request.
  */
-async function rateLimiterOf (config: Readonly<Config>, log: FastifyBaseLogger): Promise<RateLimiter | undefined> {
-  if (config.rateLimitPerMinute === 0) return undefined
+async function rateLimiterOf (config: Readonly<Config>, log: FastifyBaseLogger, limit = config.rateLimitPerMinute, prefix?: string): Promise<RateLimiter | undefined> {
+  if (limit === 0) return undefined
   let redis: Redis | undefined
   if (config.redisUrl !== undefined) {
     // Loaded only when used: every module a process loads stays in its memory.
@@ -86,12 +89,12 @@ async function rateLimiterOf (config: Readonly<Config>, log: FastifyBaseLogger):
     redis.on('error', () => {})
     await firstConnection(redis)
   }
-  const limiter = new RateLimiter(config.rateLimitPerMinute, redis, {
+  const limiter = new RateLimiter(limit, redis, {
     onSharedChange: (shared, error) => {
       if (shared) log.info('rate limits are shared through Redis')
       else log.warn({ err: error }, 'Redis is unreachable: rate limits are counted per instance until it answers')
     }
-  })
+  }, prefix)
   if (redis !== undefined && !limiter.shared) log.warn('Redis did not answer at start-up: rate limits are counted per instance until it answers')
   return limiter
 }
@@ -108,21 +111,29 @@ export async function appServices ({ config, store: rawStore, logger }: BuildApp
   if (limiter !== undefined) metrics.rateLimitShared = () => limiter.shared
   const readiness = new Readiness()
   if (limiter?.redisUp !== undefined) readiness.report('redis', () => ({ state: limiter.redisUp === true ? 'up' : 'down', for: 'rate limits' }))
+  // Test keys are counted apart, under their own limit: test traffic never spends a live key's budget.
+  const sandboxLimiter = await rateLimiterOf(config, log, config.sandboxRateLimitPerMinute, 'animal-store:sandbox-rate-limit:') as RateLimiter
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
   const catalog = new PetCatalog(store.pets)
-  rawStore.onPrimaryChange?.(() => { catalog.forget() })
-  const reads = new PetReads(catalog, createCursorCodec(cursorSecret), config.publicBaseUrl ?? '/v1')
+  const cursors = createCursorCodec(cursorSecret)
+  const linkBase = config.publicBaseUrl ?? '/v1'
+  const sandbox = new SandboxCatalog(store.sandbox, { maxPets: config.sandboxMaxPets, cursors, linkBase, onError: (error) => log.error({ err: error }, 'reading sandbox resets failed') })
+  await sandbox.start()
+  rawStore.onPrimaryChange?.(() => { catalog.forget(); sandbox.forget() })
+  const reads = new PetReads(catalog, cursors, linkBase)
   const idempotencyKeys = new IdempotencyKeys(store.idempotency, (error) => log.error({ err: error }, 'purging idempotency keys failed'))
   const audit = new AuditTrail(store.audit, (error) => log.error({ err: error }, 'appending to the audit trail failed'))
   const usage = new UsageRecorder(store.keyUsage, (error) => log.error({ err: error }, 'writing key usage failed'))
-  const { routes, document } = await apiRoutes(config, { catalog, reads, idempotencyKeys })
+  const { routes, document } = await apiRoutes(config, { catalog, reads, idempotencyKeys, sandbox })
   const close = async (): Promise<void> => {
     limiter?.close()
+    sandboxLimiter.close()
+    sandbox.close()
     idempotencyKeys.close()
     await Promise.all([verifier.close(), usage.close()])
   }
   const framework = new FrameworkHandler()
-  const pipelineDeps = { config, verifier, audit, usage, limiter, metrics: config.metricsEnabled ? metrics : undefined, routes, log, framework }
-  return { config, store, log, metrics, readiness, document, pipelineDeps, close }
+  const pipelineDeps = { config, verifier, audit, usage, limiter, sandboxLimiter, metrics: config.metricsEnabled ? metrics : undefined, routes, log, framework }
+  return { config, store, log, metrics, readiness, document, sandbox, pipelineDeps, close }
 }

@@ -7,7 +7,7 @@ import { accountsCreate, accountsReset2fa, accountsSetPassword, accountsVerify }
 import { audit } from './commands/audit.js'
 import { backup } from './commands/backup.js'
 import { configCommand } from './commands/config.js'
-import { keysCreate, keysList, keysRevoke, keysRoll, keysUsage } from './commands/keys.js'
+import { keysCreate, keysList, keysRevoke, keysRoll, keysUsage, sandboxReset } from './commands/keys.js'
 import { mailOutbox } from './commands/mail.js'
 import { migrate } from './commands/migrate.js'
 import { seed } from './commands/seed.js'
@@ -29,6 +29,7 @@ const COMMANDS: Record<string, Command> = {
   'keys roll': keysRoll,
   'keys usage': keysUsage,
   'mail outbox': mailOutbox,
+  'sandbox reset': sandboxReset,
   audit,
   seed,
   backup

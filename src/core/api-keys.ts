@@ -11,9 +11,10 @@ const RANDOM_LENGTH = 32
 const CHECKSUM_LENGTH = 6
 /** How much of a key is stored and shown to identify it: the type prefix and 8 random characters. */
 const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 8
-const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`)
-/** What test keys (CONTRACT.md, test mode) carry after the prefix: `ask_test_…`. */
+/** What test keys (docs/decisions.md, test mode) carry after the prefix: `ask_test_…`. */
 const TEST_KEY_MARK = 'test_'
+export const TEST_API_KEY_PREFIX = API_KEY_PREFIX + TEST_KEY_MARK
+const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}(?:${TEST_KEY_MARK})?[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`)
 /**
  * Text shaped like a key, live or test, well formed or not, in any case: loose on purpose, since a
  * truncated or mistyped key is still most of a secret, and logs must hold none (SECURITY.md). It
@@ -48,6 +49,17 @@ function checksumOf (random: string): string {
   return base62Fixed(crc32(random), CHECKSUM_LENGTH)
 }
 
+/**
+ * A live key reads and writes the catalogue; a test key only its account's sandbox (docs/api-keys.md).
+ * Keys made before modes are live.
+ */
+export const KEY_MODES = ['live', 'test'] as const
+export type KeyMode = typeof KEY_MODES[number]
+
+export function isKeyMode (text: string): text is KeyMode {
+  return (KEY_MODES as readonly string[]).includes(text)
+}
+
 export interface GeneratedApiKey {
   /** The secret, shown once to its owner and never stored. */
   key: string
@@ -55,17 +67,24 @@ export interface GeneratedApiKey {
   prefix: string
 }
 
-export function generateApiKey (): GeneratedApiKey {
+/** A new key of the mode: a test key's secret and displayed prefix start `ask_test_`. */
+export function generateApiKey (mode: KeyMode = 'live'): GeneratedApiKey {
   const random = randomBase62(RANDOM_LENGTH)
-  const key = API_KEY_PREFIX + random + checksumOf(random)
-  return { key, hash: hashApiKey(key), prefix: key.slice(0, DISPLAY_PREFIX_LENGTH) }
+  const typePrefix = mode === 'test' ? TEST_API_KEY_PREFIX : API_KEY_PREFIX
+  const key = typePrefix + random + checksumOf(random)
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, typePrefix.length + DISPLAY_PREFIX_LENGTH - API_KEY_PREFIX.length) }
 }
 
 /** True when the text has the shape and checksum of a key this service could have issued. */
 export function isWellFormedApiKey (text: string): boolean {
   if (!API_KEY_PATTERN.test(text)) return false
-  const random = text.slice(API_KEY_PREFIX.length, API_KEY_PREFIX.length + RANDOM_LENGTH)
+  const random = text.slice(-(RANDOM_LENGTH + CHECKSUM_LENGTH), -CHECKSUM_LENGTH)
   return text.slice(-CHECKSUM_LENGTH) === checksumOf(random)
+}
+
+/** The mode a key's secret or displayed prefix says. */
+export function keyModeOf (text: string): KeyMode {
+  return text.startsWith(TEST_API_KEY_PREFIX) ? 'test' : 'live'
 }
 
 /** Whether the text holds anything shaped like a key: the one test of what must not reach a log. */

@@ -31,3 +31,6 @@ export function * demoPets (count: number, seed = 1): Generator<NewPetRecord> {
     yield { name, categoryId: 1 + Math.floor(next() * CATEGORIES), ...(status && { status }) }
   }
 }
+
+/** What a new or reset sandbox holds (test mode): twenty demo animals across the three statuses. */
+export const SANDBOX_SEED: readonly NewPetRecord[] = Object.freeze([...demoPets(20, 1)])

@@ -6,6 +6,7 @@ export const STATUS_BY_CODE = {
   invalid_request: 400,
   unauthorized: 401,
   insufficient_scope: 403,
+  sandbox_full: 403,
   not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,
@@ -115,6 +116,9 @@ export const errors = {
   metricsUnavailable: () => new ApiError('service_unavailable', 'the metrics of every worker could not be gathered; retry shortly', RETRY_SHORTLY),
   notReady: () => new ApiError('service_unavailable', 'the database does not answer', RETRY_SHORTLY),
   databaseUnavailable: () => new ApiError('service_unavailable', 'the database is unavailable; retry shortly', RETRY_SHORTLY),
+  /** `maxPets`: SANDBOX_MAX_PETS. */
+  sandboxFull: (maxPets: number) => new ApiError('sandbox_full',
+    `no animal was created: this test key's sandbox holds ${maxPets} animals, the most it may; reset it with "Reset test data" in the developer portal (or animal-store sandbox reset --email <email>) and it starts again from the demo catalogue`),
   idsExhausted: () => new ApiError('insufficient_storage', `no animal was created: every id up to ${MAX_PET_ID} is taken`),
   unexpected: (requestId: string) => new ApiError('internal_error', `an unexpected error occurred; quote request id ${requestId} when reporting it`)
 } as const

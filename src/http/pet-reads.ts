@@ -1,7 +1,7 @@
 import { type CursorCodec, InvalidCursorError } from '../core/cursor.js'
 import { errors } from '../core/errors.js'
 import { MAX_PET_ID, type PetStatus } from '../core/pets.js'
-import type { CatalogPage, PetCatalog } from '../services/pet-catalog.js'
+import type { CatalogPage, CatalogReader } from '../services/pet-catalog.js'
 import type { Answer } from './exchange.js'
 import { ifNoneMatchHits, JSON_TYPE, nextPageLink } from './headers.js'
 
@@ -27,7 +27,7 @@ export class PetReads {
   private readonly pageAnswers = new WeakMap<CatalogPage, { ok: ReadAnswer, notModified: ReadAnswer }>()
 
   constructor (
-    private readonly catalog: PetCatalog,
+    private readonly catalog: CatalogReader,
     private readonly cursors: CursorCodec,
     /** Base of absolute links, ending in /v1. */
     private readonly linkBase: string

@@ -70,6 +70,8 @@ export interface PipelineDeps {
   usage: UsageRecorder
   /** Absent when RATE_LIMIT_PER_MINUTE is 0. */
   limiter: RateLimiter | undefined
+  /** SANDBOX_RATE_LIMIT_PER_MINUTE: what test keys are counted against instead. */
+  sandboxLimiter: RateLimiter
   /** Absent when METRICS_ENABLED is false. */
   metrics: Metrics | undefined
   /** The API's operations, by method and path. */
@@ -99,7 +101,7 @@ export function pipeline (deps: PipelineDeps): Step[] {
     loadShedding(deps.config.loadShedEventLoopDelayMs, deps.log, deps.metrics),
     cors(deps.config.corsOrigins),
     authentication(deps.verifier, deps.audit, addressOf),
-    rateLimit(deps.limiter),
+    rateLimit(deps.limiter, deps.sandboxLimiter),
     // Before anything reads the body: how it is framed and typed.
     messageFraming(),
     routing(deps.routes),

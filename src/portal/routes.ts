@@ -32,6 +32,7 @@ export interface PortalOptions {
   publicBaseUrl: string | undefined
   /** Where mailed links point (mailLinksOf). */
   links: MailLinks
+  sandbox: PortalContext['sandbox']
 }
 
 /** What every portal page is sent with; no inline script or style anywhere, so the CSP can forbid both. */
@@ -98,7 +99,7 @@ export function sendPortalFrameworkError (error: FastifyError, request: FastifyR
  * OpenAPI document. Cookies and form bodies are parsed here only, so the API keeps its
  * strict JSON body handling.
  */
-export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl, links }: PortalOptions): Promise<void> {
+export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl, links, sandbox }: PortalOptions): Promise<void> {
   await readFormsOnly(app)
   app.addHook('preHandler', async function refuseRepeatedFields (request) {
     const name = repeatedField(request.body, request.routeOptions.config.repeatableFields ?? [])
@@ -109,7 +110,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return payload
   })
 
-  const ctx = await portalContext(store, publicBaseUrl, links)
+  const ctx = await portalContext(store, publicBaseUrl, links, sandbox)
   app.setNotFoundHandler(function portalNotFound (_request, reply) {
     return sendErrorPage(ctx, reply, 404, 'Page not found', 'There is no page at this address.')
   })
@@ -144,13 +145,14 @@ async function readFormsOnly (app: FastifyInstance): Promise<void> {
 }
 
 /** The sessions, the CSRF and new-key cookies' secrets (shared by every instance through the database) and the assets. */
-async function portalContext (store: Store, publicBaseUrl: string | undefined, links: MailLinks): Promise<PortalContext> {
+async function portalContext (store: Store, publicBaseUrl: string | undefined, links: MailLinks, sandbox: PortalContext['sandbox']): Promise<PortalContext> {
   const policy = { publicHttps: publicBaseUrl?.startsWith('https:') === true }
   const secret = async (name: string): Promise<string> => await store.setting(name, () => randomBytes(32).toString('base64url'))
   return {
     store,
     publicBaseUrl,
     links,
+    sandbox,
     policy,
     sessions: new Sessions(store, policy),
     presession: new PresessionCsrf(await secret('portal_csrf_secret'), policy),

@@ -13,8 +13,10 @@ import {
   parseZonedTime,
   parseScopes,
   type KeyChange,
+  type KeyMode,
   type Scope
 } from '../core/api-keys.js'
+import { SANDBOX_SEED } from '../core/demo-pets.js'
 import { hashPassword, passwordProblem } from '../core/passwords.js'
 import { KeyLimitError, type AccountRow, type ApiKeyRow, type NewMail, type RevokeResult, type Store } from '../storage/store.js'
 import { DEFAULT_LINKS } from './account-mail.js'
@@ -108,6 +110,8 @@ async function countKeyChange (store: Store, change: KeyChange, accountId: numbe
 export interface KeyTerms {
   scopes?: readonly Scope[] | undefined
   expiresAt?: Date | null | undefined
+  /** 'live' when absent; a test key reads and writes its account's sandbox (test mode). */
+  mode?: KeyMode | undefined
 }
 
 /** A key's scopes from a comma-separated list; throws AccountsError naming an unknown scope. */
@@ -145,7 +149,7 @@ export function expiryOrFail (input: { expiresIn?: string | undefined, expiresAt
 }
 
 function describeTerms (row: ApiKeyRow): string {
-  return `scopes ${row.scopes.join(' ')}; ${row.expiresAt === null ? 'no expiry' : `expires ${row.expiresAt.toISOString()}`}`
+  return `${row.mode === 'test' ? 'test key; ' : ''}scopes ${row.scopes.join(' ')}; ${row.expiresAt === null ? 'no expiry' : `expires ${row.expiresAt.toISOString()}`}`
 }
 
 /**
@@ -155,13 +159,16 @@ function describeTerms (row: ApiKeyRow): string {
  */
 export async function issueApiKey (store: Store, accountId: number, label: string | null, terms: KeyTerms, context: AuditContext = OPERATOR): Promise<{ key: string, row: ApiKeyRow }> {
   await countKeyChange(store, 'generation', accountId)
-  const generated = generateApiKey()
+  const mode = terms.mode ?? 'live'
+  const generated = generateApiKey(mode)
   const id = newKeyId()
   const mail = await securityMailFor(store, accountId, { type: 'key_created', keyId: id, label }, context)
   try {
     const row = await store.apiKeys.create({
-      id, accountId, label, prefix: generated.prefix, hash: generated.hash, scopes: terms.scopes ?? DEFAULT_SCOPES, expiresAt: terms.expiresAt ?? null
+      id, accountId, label, prefix: generated.prefix, hash: generated.hash, scopes: terms.scopes ?? DEFAULT_SCOPES, expiresAt: terms.expiresAt ?? null, mode
     }, { maxLive: MAX_LIVE_KEYS }, mail)
+    // A sandbox is there before its first test key is: the key's first request shows the demo catalogue.
+    if (mode === 'test') await store.sandbox.ensureSeeded(accountId, SANDBOX_SEED)
     await appendAuditEvent(store.audit, 'key_created', context, { accountId, keyId: row.id, detail: describeTerms(row) })
     return { key: generated.key, row }
   } catch (error) {
@@ -183,7 +190,7 @@ export async function createApiKey (store: Store, input: { email: string, label?
  * generation; the old key counts toward the cap until it expires. `ownerId` limits it to one
  * account's keys (the portal).
  */
-export async function rollApiKey (store: Store, keyId: string, options: { graceMs?: number | undefined, ownerId?: number }, context: AuditContext = OPERATOR): Promise<{ key: string, row: ApiKeyRow, old: ApiKeyRow }> {
+export async function rollApiKey (store: Store, keyId: string, options: { graceMs?: number | undefined, ownerId?: number, mode?: KeyMode | undefined }, context: AuditContext = OPERATOR): Promise<{ key: string, row: ApiKeyRow, old: ApiKeyRow }> {
   const existing = isWellFormedKeyId(keyId) ? await store.apiKeys.findById(keyId) : undefined
   if (existing === undefined || (options.ownerId !== undefined && existing.accountId !== options.ownerId)) throw new AccountsError(`no key has the id ${keyId}`)
   if (!existing.live) throw new AccountsError(`key ${keyId} is ${existing.revokedAt !== null ? 'revoked' : 'expired'} already: there is nothing to roll; create a new key instead`)
@@ -194,12 +201,14 @@ export async function rollApiKey (store: Store, keyId: string, options: { graceM
   }
   await countKeyChange(store, 'generation', existing.accountId)
   const graceMs = options.graceMs ?? DEFAULT_ROLL_GRACE_MS
-  const generated = generateApiKey()
+  const mode = options.mode ?? existing.mode
+  const generated = generateApiKey(mode)
   const successorId = newKeyId()
   const mail = await securityMailFor(store, existing.accountId, { type: 'key_rolled', keyId, successorId }, context)
   let result
   try {
-    result = await store.apiKeys.roll(keyId, { id: successorId, prefix: generated.prefix, hash: generated.hash }, { graceMs, maxLive: MAX_LIVE_KEYS, mail })
+    result = await store.apiKeys.roll(keyId, { id: successorId, prefix: generated.prefix, hash: generated.hash, mode }, { graceMs, maxLive: MAX_LIVE_KEYS, mail })
+    if (mode === 'test') await store.sandbox.ensureSeeded(existing.accountId, SANDBOX_SEED)
   } catch (error) {
     if (error instanceof KeyLimitError) throw new LiveKeyLimitError(error.limit)
     throw error
@@ -207,7 +216,7 @@ export async function rollApiKey (store: Store, keyId: string, options: { graceM
   if (result.outcome === 'unknown') throw new AccountsError(`no key has the id ${keyId}`)
   if (result.outcome === 'ended') throw new AccountsError(`key ${keyId} has ended already: there is nothing to roll; create a new key instead`)
   await appendAuditEvent(store.audit, 'key_rolled', context, {
-    accountId: result.old.accountId, keyId, detail: `replaced by ${result.key.id}; works until ${result.old.expiresAt?.toISOString() ?? 'now'}`
+    accountId: result.old.accountId, keyId, detail: `replaced by ${result.key.id}${mode === 'test' ? ' (test key)' : ''}; works until ${result.old.expiresAt?.toISOString() ?? 'now'}`
   })
   return { key: generated.key, row: result.key, old: result.old }
 }
@@ -276,4 +285,22 @@ export async function keyUsageSince (store: Store, keyId: string, days: number, 
   const hour = 3_600_000
   const since = new Date(now - (now % hour) - (days * 24 - 1) * hour)
   return { key, since, counts: await store.keyUsage.forKey(keyId, since) }
+}
+
+/**
+ * Empties the account's sandbox and seeds it again with the demo catalogue (test mode), and records
+ * who did it in the audit trail. `sandbox` is the serving instance's catalogue, which forgets the old
+ * sandbox at once; other instances (and every instance, after the CLI's reset) follow the store's feed of resets.
+ */
+export async function resetSandbox (store: Store, accountId: number, context: AuditContext = OPERATOR, sandbox?: { reset: (accountId: number) => Promise<void> }): Promise<void> {
+  if (sandbox !== undefined) await sandbox.reset(accountId)
+  else await store.sandbox.reset(accountId, SANDBOX_SEED)
+  await appendAuditEvent(store.audit, 'sandbox_reset', context, { accountId })
+}
+
+/** resetSandbox for the account with that email (the CLI's `sandbox reset`). */
+export async function resetSandboxOf (store: Store, email: string, context: AuditContext = OPERATOR): Promise<AccountRow> {
+  const account = await accountOrFail(store, email)
+  await resetSandbox(store, account.id, context)
+  return account
 }

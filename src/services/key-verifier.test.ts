@@ -41,7 +41,7 @@ test('a revocation drops the revoked key alone, and moves the generation only wh
   const never = await createApiKey(store, { email: 'a@example.com' })
   const lookups: boolean[] = []
   verifier.onLookup = (hit) => lookups.push(hit)
-  assert.deepEqual(await verifier.verify(kept.key), { keyId: kept.row.id, accountId: kept.row.accountId, scopes: new Set(['animals:read', 'animals:write']), expiresAt: Infinity })
+  assert.deepEqual(await verifier.verify(kept.key), { keyId: kept.row.id, accountId: kept.row.accountId, scopes: new Set(['animals:read', 'animals:write']), expiresAt: Infinity, test: false })
   assert.ok(await verifier.verify(doomed.key))
   assert.deepEqual(lookups, [false, false])
   assert.ok(verifier.peek(kept.key) && verifier.peek(doomed.key))
@@ -54,7 +54,7 @@ test('a revocation drops the revoked key alone, and moves the generation only wh
   assert.equal(await generationAfter(verifier, generation), generation + 1)
   assert.equal(verifier.peek(doomed.key), undefined)
   assert.equal(await verifier.verify(doomed.key), undefined)
-  assert.deepEqual(verifier.cached(kept.key), { keyId: kept.row.id, accountId: kept.row.accountId, scopes: new Set(['animals:read', 'animals:write']), expiresAt: Infinity })
+  assert.deepEqual(verifier.cached(kept.key), { keyId: kept.row.id, accountId: kept.row.accountId, scopes: new Set(['animals:read', 'animals:write']), expiresAt: Infinity, test: false })
   assert.equal(lookups.at(-1), true, 'the other key is still a cache hit')
 
   verifier.invalidate([never.row.id, 'key_notremembered00'])

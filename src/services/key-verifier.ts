@@ -8,10 +8,12 @@ export interface VerifiedKey {
   scopes: ReadonlySet<Scope>
   /** From this instant (ms since the epoch) the key is refused as expired; Infinity when it does not expire. */
   expiresAt: number
+  /** A test key: its requests read and write its account's sandbox, never the live catalogue. */
+  test: boolean
 }
 
 function verifiedKeyOf (row: ApiKeyRow): VerifiedKey {
-  return { keyId: row.id, accountId: row.accountId, scopes: new Set(row.scopes), expiresAt: row.expiresAt?.getTime() ?? Infinity }
+  return { keyId: row.id, accountId: row.accountId, scopes: new Set(row.scopes), expiresAt: row.expiresAt?.getTime() ?? Infinity, test: row.mode === 'test' }
 }
 
 /** Whether the key has expired at `now`: checked on every request, so an expiry needs no invalidation to take effect. */

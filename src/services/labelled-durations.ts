@@ -26,13 +26,14 @@ export class LabelledDurations {
 
   constructor (private readonly labelNames: readonly string[], private readonly bounds: readonly number[]) {}
 
-  /** One value per label name, in the same order (at most three labels). */
-  record (seconds: number, first: string, second?: string, third?: string): void {
+  /** One value per label name, in the same order (at most four labels). */
+  record (seconds: number, first: string, second?: string, third?: string, fourth?: string): void {
     const depth = this.labelNames.length
     let found: unknown = this.byValues.get(first)
     if (depth > 1 && found !== undefined) found = (found as Map<string, unknown>).get(second ?? '')
     if (depth > 2 && found !== undefined) found = (found as Map<string, unknown>).get(third ?? '')
-    const series = (found as Series | undefined) ?? this.addSeries([first, second ?? '', third ?? ''].slice(0, depth))
+    if (depth > 3 && found !== undefined) found = (found as Map<string, unknown>).get(fourth ?? '')
+    const series = (found as Series | undefined) ?? this.addSeries([first, second ?? '', third ?? '', fourth ?? ''].slice(0, depth))
     series.count++
     series.sum += seconds
     let bucket = 0

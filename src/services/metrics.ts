@@ -25,8 +25,8 @@ function counterReadWhenScraped (registry: Registry, name: string, help: string,
 export class Metrics {
   readonly registry = new Registry()
 
-  /** Requests by method, route template and status: a count and a latency histogram. */
-  readonly requests = new LabelledDurations(['method', 'route', 'status'], [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+  /** Requests by method, route template, status and mode (a test key's, or live): a count and a latency histogram. */
+  readonly requests = new LabelledDurations(['method', 'route', 'status', 'mode'], [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
 
   /** Requests being served right now: a plain number on the hot path, read when scraped. */
   inFlightRequests = 0
@@ -102,8 +102,8 @@ export class Metrics {
 
   constructor ({ poolStats, groupCommitStats, replicationStats }: Partial<Pick<Store, 'poolStats' | 'groupCommitStats' | 'replicationStats'>> = {}) {
     this.requests.registerIn(this.registry,
-      { name: 'http_request_duration_seconds', help: 'Time from request received to response sent, by method, route template and status code.' },
-      { name: 'http_requests_total', help: 'HTTP requests answered, by method, route template and status code.' })
+      { name: 'http_request_duration_seconds', help: 'Time from request received to response sent, by method, route template, status code and mode (test for a test key\'s, live otherwise).' },
+      { name: 'http_requests_total', help: 'HTTP requests answered, by method, route template, status code and mode (test for a test key\'s, live otherwise).' })
     this.databaseDuration.registerIn(this.registry,
       { name: 'db_query_duration_seconds', help: 'Time spent in storage calls, by operation (a batched write counts once per request).' })
     collectDefaultMetrics({ register: this.registry })

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import { petToJson, type NewPetRecord } from '../core/pets.js'
+import { petToJson, type NewPetRecord, type PetRecord } from '../core/pets.js'
 import type { IdempotencyKeyRef, ListPetsQuery, PetRepository } from '../storage/store.js'
 
 export interface CatalogPage {
@@ -44,10 +44,26 @@ class SecondReadAdmission {
   }
 }
 
+/** What the read operations need of a catalogue: the live one (PetCatalog) or one account's sandbox. */
+export interface CatalogReader {
+  cachedById: (id: number) => string | undefined
+  findById: (id: number) => Promise<string | undefined>
+  cachedPage: (query: ListPetsQuery) => CatalogPage | undefined
+  listPage: (query: ListPetsQuery) => Promise<CatalogPage>
+}
+
+/** A page's JSON body and, when it came back full and can never change, its strong ETag. */
+export function catalogPage (pets: readonly PetRecord[], hasMore: boolean, limit: number): CatalogPage {
+  const body = Buffer.from(`[${pets.map(petToJson).join(',')}]`)
+  const page = { count: pets.length, lastId: pets.at(-1)?.id, hasMore }
+  if (page.count < limit) return { ...page, body, etag: undefined }
+  return { ...page, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
+}
+
 const pageKey = ({ status, afterId, limit }: ListPetsQuery): string => `${status ?? ''}:${afterId}:${limit}`
 
 /** A cached full page without a known successor is re-checked before it is answered (see below). */
-const needsRecheck = (page: CatalogPage): page is CatalogPage & { lastId: number } => !page.hasMore && page.lastId !== undefined
+export const needsRecheck = (page: CatalogPage): page is CatalogPage & { lastId: number } => !page.hasMore && page.lastId !== undefined
 
 /**
  * Reads of the animal catalogue, cached.
@@ -64,7 +80,7 @@ const needsRecheck = (page: CatalogPage): page is CatalogPage & { lastId: number
  *   it: the old primary may have shown a commit the new one never got, whose id it then reuses.
  * The day animals can change or disappear, this module is the one to rewrite.
  */
-export class PetCatalog {
+export class PetCatalog implements CatalogReader {
   // An animal is kept as the string the database returned: for a body this small a string
   // takes less memory than a Buffer, whose own object outweighs the bytes.
   private readonly pets = new LRUCache<string, string>({ maxSize: PET_CACHE_BYTES, sizeCalculation: (json) => json.length + PET_OVERHEAD_BYTES })
@@ -144,11 +160,8 @@ export class PetCatalog {
   private async load (query: ListPetsQuery, key: string): Promise<CatalogPage> {
     const generation = this.generation
     const { pets, hasMore } = await this.repository.listPage(query)
-    const body = Buffer.from(`[${pets.map(petToJson).join(',')}]`)
-    const page = { count: pets.length, lastId: pets.at(-1)?.id, hasMore }
-    if (page.count < query.limit) return { ...page, body, etag: undefined }
-    const full = { ...page, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
-    if (generation === this.generation) this.pages.set(key, full)
-    return full
+    const page = catalogPage(pets, hasMore, query.limit)
+    if (page.etag !== undefined && generation === this.generation) this.pages.set(key, page)
+    return page
   }
 }

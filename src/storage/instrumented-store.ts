@@ -25,6 +25,7 @@ export function instrumentStore (store: Store, observe: Observe): Store {
   return {
     ...store,
     pets: timed('pets', store.pets, observe),
+    sandbox: timed('sandbox', store.sandbox, observe),
     accounts: timed('accounts', store.accounts, observe),
     apiKeys: timed('apiKeys', store.apiKeys, observe),
     idempotency: timed('idempotency', store.idempotency, observe),

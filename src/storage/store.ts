@@ -1,4 +1,4 @@
-import type { Scope } from '../core/api-keys.js'
+import type { KeyMode, Scope } from '../core/api-keys.js'
 import { MAX_PET_ID, type NewPetRecord, type PetRecord, type PetStatus } from '../core/pets.js'
 
 /** One page of animals. */
@@ -157,6 +157,8 @@ export interface ApiKeyRow {
   revokedAt: Date | null
   /** What the key may do. */
   scopes: Scope[]
+  /** Whose catalogue the key reads and writes: the live one, or its account's sandbox. */
+  mode: KeyMode
   /** From this instant the key is refused; null for a key that does not expire. */
   expiresAt: Date | null
   /** The key that replaced this one when it was rolled; null when it was not. */
@@ -218,6 +220,8 @@ export interface NewApiKey {
   scopes?: readonly Scope[]
   /** Null (never) when absent. */
   expiresAt?: Date | null
+  /** 'live' when absent. */
+  mode?: KeyMode
 }
 
 export interface ApiKeyRepository {
@@ -228,12 +232,12 @@ export interface ApiKeyRepository {
    */
   create (key: NewApiKey, limits: { maxLive: number }, mail?: NewMail): Promise<ApiKeyRow>
   /**
-   * Issues `successor` with the label and scopes of the live key `id` (and, when that one expires,
+   * Issues `successor` (in its mode, by default the old key's) with the label and scopes of the live key `id` (and, when that one expires,
    * the same lifetime from now), and makes the old key expire `graceMs` from now unless it expires
    * sooner; records the old key's invalidation. One transaction, under the same cap as create():
    * the old key counts until it expires.
    */
-  roll (id: string, successor: { id: string, prefix: string, hash: string }, options: { graceMs: number, maxLive: number, mail?: NewMail }): Promise<RollResult>
+  roll (id: string, successor: { id: string, prefix: string, hash: string, mode?: KeyMode }, options: { graceMs: number, maxLive: number, mail?: NewMail }): Promise<RollResult>
   /** The key with that SHA-256 digest, live or not; undefined when none. */
   findByHash (hash: string): Promise<ApiKeyRow | undefined>
   /** The key with that id, revoked or not; undefined when none. */
@@ -290,7 +294,7 @@ export const AUDIT_EVENTS = [
   'account_created', 'password_set', 'login_succeeded', 'login_failed',
   'key_created', 'key_rolled', 'key_revoked', 'key_expired', 'scope_denied',
   'two_step_enabled', 'two_step_disabled', 'sessions_ended',
-  'verification_sent', 'email_verified', 'password_reset_requested', 'password_reset', 'key_expiry_reminded'
+  'verification_sent', 'email_verified', 'password_reset_requested', 'password_reset', 'key_expiry_reminded', 'sandbox_reset'
 ] as const
 export type AuditEventType = typeof AUDIT_EVENTS[number]
 export type AuditActor = 'cli' | 'portal' | 'api'
@@ -483,6 +487,39 @@ export interface IdempotencyRepository {
   purgeCreatedBefore (date: Date): Promise<number>
 }
 
+/** Accounts whose sandbox was reset, in the order of the resets (the same scheme as KeyInvalidations). */
+export interface SandboxResets {
+  marker: number
+  /** Accounts reset after the marker asked from; undefined when some of those resets are no longer kept: forget every sandbox. */
+  accountIds: number[] | undefined
+}
+
+/**
+ * Each account's sandbox catalogue (test mode): the same reads as PetRepository, scoped to one account,
+ * in tables of their own, with ids numbered per account from 1. Always read from the primary.
+ */
+export interface SandboxRepository {
+  /** Creates the account's sandbox with these animals unless it exists; true when it was created. */
+  ensureSeeded (accountId: number, pets: readonly NewPetRecord[]): Promise<boolean>
+  /**
+   * Stores a new animal in the account's sandbox unless it holds `maxPets` already ('full'); a claimed
+   * idempotency key is completed in the same transaction. An account without a sandbox gets one, seeded, first.
+   */
+  insert (accountId: number, pet: NewPetRecord, claim: IdempotencyKeyRef | undefined, limits: { maxPets: number, seed: readonly NewPetRecord[] }): Promise<{ id: number } | 'full'>
+  findById (accountId: number, id: number): Promise<PetRecord | undefined>
+  listPage (accountId: number, query: ListPetsQuery): Promise<PetPage>
+  existsAfter (accountId: number, status: PetStatus | undefined, afterId: number): Promise<boolean>
+  /**
+   * Empties the account's sandbox and seeds it again (ids from 1), forgets the idempotency keys of its
+   * test keys, and records the reset with the next sequence number: one transaction.
+   */
+  reset (accountId: number, pets: readonly NewPetRecord[]): Promise<void>
+  /** The sequence number of the latest reset. */
+  resetMarker (): Promise<number>
+  /** The accounts reset after `marker`; instances poll it. */
+  resetsSince (marker: number): Promise<SandboxResets>
+}
+
 /** Where a PostgreSQL service with several hosts or read replicas stands (for /readyz and /metrics). */
 export interface ReplicationStats {
   /** The host that takes writes (host:port/database); undefined while none is known. */
@@ -503,6 +540,7 @@ export interface ReplicationStats {
 export interface Store {
   readonly engine: 'sqlite' | 'postgres'
   readonly pets: PetRepository
+  readonly sandbox: SandboxRepository
   readonly accounts: AccountRepository
   readonly apiKeys: ApiKeyRepository
   readonly keyUsage: KeyUsageRepository

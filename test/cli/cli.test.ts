@@ -157,7 +157,7 @@ describe('animal-store CLI', () => {
       assert.ok(!result.stdout.includes(key.slice(12)), show(result))
     })
 
-    test('keys list --json prints exactly {id, label, prefix, createdAt, lastUsedAt, revokedAt, scopes, expiresAt, rolledTo, state} per key', { timeout: 60_000 }, async (t) => {
+    test('keys list --json prints exactly {id, label, prefix, createdAt, lastUsedAt, revokedAt, scopes, expiresAt, rolledTo, state, mode} per key', { timeout: 60_000 }, async (t) => {
       const { env } = newEnv(t)
       await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
       const first = await createKey(env, 'alice@example.com', 'laptop')
@@ -168,7 +168,7 @@ describe('animal-store CLI', () => {
       assert.ok(Array.isArray(keys), show(result))
       assert.equal(keys.length, 2, show(result))
       for (const entry of keys) {
-        assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'expiresAt', 'id', 'label', 'lastUsedAt', 'prefix', 'revokedAt', 'rolledTo', 'scopes', 'state'], show(result))
+        assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'expiresAt', 'id', 'label', 'lastUsedAt', 'mode', 'prefix', 'revokedAt', 'rolledTo', 'scopes', 'state'], show(result))
         assert.match(entry.id, /^key_[0-9A-Za-z]+$/)
         assert.match(entry.createdAt, ISO)
         assert.equal(entry.lastUsedAt, null)

@@ -173,7 +173,7 @@ for (const engine of ENGINES) {
       const keys = JSON.parse(listed.stdout) as KeyJson[]
       assert.equal(keys.length, 3)
       for (const entry of keys) {
-        assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'expiresAt', 'id', 'label', 'lastUsedAt', 'prefix', 'revokedAt', 'rolledTo', 'scopes', 'state'])
+        assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'expiresAt', 'id', 'label', 'lastUsedAt', 'mode', 'prefix', 'revokedAt', 'rolledTo', 'scopes', 'state'])
         assert.match(entry.createdAt, ISO)
         assert.equal(entry.rolledTo, null)
         assert.equal(entry.revokedAt, null)

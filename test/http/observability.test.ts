@@ -15,10 +15,10 @@ describe('metrics', () => {
     assert.equal(response.statusCode, 200)
     assert.match(String(response.headers['content-type']), /^text\/plain/)
     const text = response.body
-    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 1/)
-    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets\/:petId",status="404"\} 1/)
-    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="401"\} 1/)
-    assert.match(text, /http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/v1\/pets",status="200"\}/)
+    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="200",mode="live"\} 1/)
+    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets\/:petId",status="404",mode="live"\} 1/)
+    assert.match(text, /http_requests_total\{method="GET",route="\/v1\/pets",status="401",mode="live"\} 1/)
+    assert.match(text, /http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/v1\/pets",status="200",mode="live"\}/)
     assert.match(text, /http_requests_in_flight 1/, 'the scrape itself is in flight')
     assert.match(text, /api_key_cache_lookups_total\{result="miss"\} 1/)
     assert.match(text, /api_key_cache_lookups_total\{result="hit"\} 1/)
@@ -135,9 +135,9 @@ describe('GET /metrics against abuse', () => {
     const text = (await app.inject({ url: '/metrics', headers: METRICS_AUTH })).body
     const series = text.split('\n').filter((line) => line.startsWith('http_requests_total{'))
     assert.ok(series.every((line) => /method="(GET|HEAD|POST|OPTIONS|PUT|PATCH|DELETE|other)"/.test(line)), series.join('\n'))
-    assert.match(text, /http_requests_total\{method="other",route="\/v1\/pets",status="405"\} 8/)
-    assert.match(text, /http_requests_total\{method="other",route="unmatched",status="404"\} 8/)
-    assert.match(text, /http_requests_total\{method="GET",route="unmatched",status="404"\} 20/)
+    assert.match(text, /http_requests_total\{method="other",route="\/v1\/pets",status="405",mode="live"\} 8/)
+    assert.match(text, /http_requests_total\{method="other",route="unmatched",status="404",mode="live"\} 8/)
+    assert.match(text, /http_requests_total\{method="GET",route="unmatched",status="404",mode="live"\} 20/)
     assert.ok(series.length <= 4, series.join('\n'))
   })
 

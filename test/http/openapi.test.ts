@@ -6,6 +6,7 @@ import type { ValidateFunction } from 'ajv/dist/2020.js'
 import { generateApiKey, newKeyId } from '../../src/core/api-keys.js'
 import { fingerprintOf } from '../../src/core/idempotency.js'
 import { MAX_PET_ID } from '../../src/core/pets.js'
+import { createApiKey } from '../../src/services/accounts.js'
 import { buildTestApp, type TestApp } from '../helpers/build-app.js'
 import { atPointer, deref, documentValidator, HTTP_METHODS, type OpenApiDocument, type Operation, type Schema } from '../helpers/openapi-validator.js'
 import { lastPetIdIs } from '../helpers/pet-rows.js'
@@ -617,6 +618,14 @@ describe('responses of the running server', () => {
         await lastPetIdIs(full, BigInt(MAX_PET_ID))
         const response = await send(full, { name: '', method: 'POST', path: '/pets', url: '/pets', headers: json, body: JSON.stringify({ name: 'Rex', categoryId: 1 }), expect: 507 })
         assert.equal(response.status, 507, await response.clone().text())
+        await assertConforms(checker, 'POST', '/pets', response)
+      })
+
+      await t.test("createPet answers 403 sandbox_full as documented once a test key's sandbox is full", async () => {
+        const full = await startServer(t, { SANDBOX_MAX_PETS: '20' })
+        const { key } = await createApiKey(full.store, { email: 'test@example.com', mode: 'test' })
+        const response = await send(full, { name: '', method: 'POST', path: '/pets', url: '/pets', headers: json, body: JSON.stringify({ name: 'Rex', categoryId: 1 }), expect: 403, authorization: `Bearer ${key}` })
+        assert.equal(response.status, 403, await response.clone().text())
         await assertConforms(checker, 'POST', '/pets', response)
       })
 

@@ -1072,7 +1072,9 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.equal(confirm.statusCode, 200, confirm.body)
     assert.match(confirm.body, /new key with the same label and scopes/)
     assert.match(confirm.body, /keeps working for the grace period you choose/)
-    assert.deepEqual([...confirm.body.matchAll(/<option value="([^"]+)"( selected)?>/g)].map((match) => match[1] + (match[2] ?? '')), ['0', '1h', '24h selected', '7d'])
+    const graceSelect = confirm.body.slice(confirm.body.indexOf('<select id="grace"'), confirm.body.indexOf('</select>', confirm.body.indexOf('<select id="grace"')))
+    assert.deepEqual([...graceSelect.matchAll(/<option value="([^"]+)"( selected)?>/g)].map((match) => match[1] + (match[2] ?? '')), ['0', '1h', '24h selected', '7d'])
+    assert.match(confirm.body, /<select id="mode" name="mode">\s*<option value="live" selected>/, 'a live key is rolled into a live key unless told')
     assertNoInlineCode(confirm.body, 'the roll confirmation')
 
     const before = Date.now()

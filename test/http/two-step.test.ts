@@ -105,6 +105,13 @@ async function eventsOf (store: Store, email: string): Promise<Array<{ event: st
 }
 
 /** Everything the database holds about two-step verification, as text. */
+/** The kinds of the two-step messages written to the outbox for the recipient, newest first. */
+async function mailKindsTo (store: Store, recipient: string): Promise<string[]> {
+  return (await store.mailOutbox.list({ pendingOnly: false, limit: 100 }))
+    .filter((mail) => mail.recipient === recipient && mail.kind.startsWith('two_step'))
+    .map((mail) => mail.kind)
+}
+
 async function storedText (store: Store, dbPath: string): Promise<string> {
   if (TEST_ENGINE === 'sqlite') return [dbPath, `${dbPath}-wal`].filter((path) => existsSync(path)).map((path) => readFileSync(path).toString('latin1')).join('')
   const account = await store.accounts.findByEmail('dana@example.com')
@@ -118,6 +125,7 @@ describe(`two-step verification (${TEST_ENGINE})`, () => {
     const browser = new PortalClient(app)
     const { secret, recoveryCodes, confirmed } = await turnOn(browser, 'dana@example.com')
     assert.deepEqual((await eventsOf(store, 'dana@example.com'))[0], { event: 'two_step_enabled', detail: 'TOTP, with 10 recovery codes' })
+    assert.deepEqual(await mailKindsTo(store, 'dana@example.com'), ['two_step_enabled'], 'the owner is told, through the outbox')
     const stored = await storedText(store, dbPath)
     assert.equal(stored.includes(secret), false, 'the secret is stored sealed')
     for (const code of recoveryCodes) assert.equal(stored.includes(code.replace('-', '')), false, 'recovery codes are stored as digests')
@@ -157,6 +165,7 @@ describe(`two-step verification (${TEST_ENGINE})`, () => {
     assert.match((await other.get('/portal/two-step?done=off')).body, /is <strong>off<\/strong>/)
     const events = await eventsOf(store, 'dana@example.com')
     assert.deepEqual(events[0], { event: 'two_step_disabled', detail: 'confirmed with a code' })
+    assert.deepEqual(await mailKindsTo(store, 'dana@example.com'), ['two_step_disabled', 'two_step_enabled'])
     assert.ok(events.some((event) => event.event === 'login_succeeded' && event.detail === 'with a recovery code (9 left)'))
     assert.ok(events.some((event) => event.event === 'login_failed' && event.detail === 'wrong two-step verification code'))
     assert.equal(JSON.stringify(events).includes(secret), false)

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import { DEFAULT_ROLL_GRACE_MS, SCOPES } from '../../core/api-keys.js'
-import { createApiKey, durationOrFail, expiryOrFail, keyUsageSince, listApiKeys, revokeApiKey, rollApiKey, scopesOrFail } from '../../services/accounts.js'
+import { createApiKey, durationOrFail, resetSandboxOf, expiryOrFail, keyUsageSince, listApiKeys, revokeApiKey, rollApiKey, scopesOrFail } from '../../services/accounts.js'
 import { USAGE_KEPT_DAYS } from '../../services/usage-recorder.js'
 import type { ApiKeyRow, Store, UsageCount, UsageOutcome } from '../../storage/store.js'
 import { CliError, type CliContext, type Command } from '../context.js'
@@ -9,6 +9,7 @@ import { mailLinksOf } from '../../services/mail-messages.js'
 import { withStore } from '../with-store.js'
 
 const SECRET_NOTE = 'Copy it now: it is not stored and cannot be shown again.'
+const TEST_KEY_NOTE = "Mode: test (the same base URL and paths; it reads and writes only the account's sandbox)."
 
 /** Scopes as the CLI writes them, and as --scopes takes them back. */
 const scopesList = (row: ApiKeyRow): string => row.scopes.join(',')
@@ -26,14 +27,14 @@ function expiryText (expiresAt: Date | null, now = Date.now()): string {
  */
 async function deliverNewKey (context: CliContext, store: Store, lines: string[], created: { row: ApiKeyRow, key: string }, retry: string): Promise<void> {
   const { row, key } = created
-  context.stdout([...lines, `Scopes: ${scopesList(row)}`, `Expires: ${expiryText(row.expiresAt)}`, SECRET_NOTE, key].join('\n'))
+  context.stdout([...lines, ...(row.mode === 'test' ? [TEST_KEY_NOTE] : []), `Scopes: ${scopesList(row)}`, `Expires: ${expiryText(row.expiresAt)}`, SECRET_NOTE, key].join('\n'))
   if (await context.written?.() !== false) return
   await revokeApiKey(store, row.id)
   throw new CliError(`standard output was closed before the new key ${row.id} was printed: the key is revoked; ${retry}`)
 }
 
 export const keysCreate: Command = {
-  usage: 'animal-store keys create --email E [--label L] [--scopes S] [--expires-in D | --expires-at T]',
+  usage: 'animal-store keys create --email E [--label L] [--scopes S] [--expires-in D | --expires-at T] [--test]',
   summary: 'Generate an API key for the account; the key is printed once, alone on the last line.',
   description: [
     'Options:',
@@ -44,6 +45,8 @@ export const keysCreate: Command = {
     '  --expires-in D   the key stops working after D: 30m, 12h, 90d (units s, m, h, d, w; at most ten years)',
     '  --expires-at T   the key stops working at T, an ISO 8601 time with a zone: 2027-01-31T18:00:00Z',
     '                   (default: the key does not expire)',
+    '  --test           a test key (ask_test_…): it reads and writes only the account\'s sandbox, a catalogue of',
+    '                   its own seeded with demo animals (default: a live key, for the real catalogue)',
     '',
     'The lines before the key say its id, scopes and expiry. The key is stored only as a SHA-256 hash.',
     'Refused when the account has 100 live keys (a rolled key in its grace period counts) or has',
@@ -52,7 +55,7 @@ export const keysCreate: Command = {
   run: async (args, context) => {
     const { values } = parseArgs({
       args,
-      options: { email: { type: 'string' }, label: { type: 'string' }, scopes: { type: 'string' }, 'expires-in': { type: 'string' }, 'expires-at': { type: 'string' } },
+      options: { email: { type: 'string' }, label: { type: 'string' }, scopes: { type: 'string' }, 'expires-in': { type: 'string' }, 'expires-at': { type: 'string' }, test: { type: 'boolean' } },
       strict: true
     })
     if (values.email === undefined) throw new CliError('--email is required')
@@ -60,7 +63,7 @@ export const keysCreate: Command = {
     const scopes = values.scopes === undefined ? undefined : scopesOrFail(values.scopes)
     const expiresAt = expiryOrFail({ expiresIn: values['expires-in'], expiresAt: values['expires-at'] })
     await withStore(context, async (store, config) => {
-      const created = await createApiKey(store, { email, label: values.label, scopes, expiresAt }, { actor: 'cli', links: mailLinksOf(config) })
+      const created = await createApiKey(store, { email, label: values.label, scopes, expiresAt, mode: values.test === true ? 'test' : 'live' }, { actor: 'cli', links: mailLinksOf(config) })
       const { row, account } = created
       await deliverNewKey(context, store, [`Created key ${row.id}${row.label === null ? '' : ` (${row.label})`} for ${account.email}.`], created, 'run the command again')
     })
@@ -86,7 +89,8 @@ function toJson (row: ApiKeyRow): object {
     scopes: row.scopes,
     expiresAt: iso(row.expiresAt),
     rolledTo: row.rolledTo,
-    state: stateOf(row)
+    state: stateOf(row),
+    mode: row.mode
   }
 }
 
@@ -95,11 +99,12 @@ export const keysList: Command = {
   summary: "List the account's keys (never their secrets).",
   description: [
     'A table: ID, LABEL, PREFIX, SCOPES, CREATED, EXPIRES, LAST USED, REVOKED, STATE (live, revoked or',
-    'expired; a rolled key also names the key that replaced it). Last-used times lag real use by up to a minute.',
+    'expired; a rolled key also names the key that replaced it); a test key\'s PREFIX starts ask_test_. Last-used',
+    'times lag real use by up to a minute.',
     '',
     'With --json, an array, oldest key first, of',
     '  { "id", "label", "prefix", "createdAt", "lastUsedAt", "revokedAt", "scopes": ["animals:read", …],',
-    '    "expiresAt", "rolledTo", "state": "live" | "revoked" | "expired" }',
+    '    "expiresAt", "rolledTo", "state": "live" | "revoked" | "expired", "mode": "live" | "test" }',
     'with times in ISO 8601 (UTC) or null.'
   ].join('\n'),
   run: async (args, context) => {
@@ -141,12 +146,14 @@ export const keysRevoke: Command = {
 }
 
 export const keysRoll: Command = {
-  usage: 'animal-store keys roll <keyId> [--grace D]',
+  usage: 'animal-store keys roll <keyId> [--grace D] [--test | --live]',
   summary: 'Replace a live key with a new one; the old key keeps working for a grace period (24h unless told).',
   description: [
     'Options:',
     `  --grace D   how long the old key keeps working beside the new one: 30m, 12h, 7d (default ${spanText(DEFAULT_ROLL_GRACE_MS)});`,
     '              0 ends the old key at once. An old key that expires sooner keeps its own expiry.',
+    '  --test       the new key is a test key (ask_test_…; it reads and writes only the account\'s sandbox)',
+    '  --live       the new key is a live key (default: the mode of the old key)',
     '',
     'The new key has the label and scopes of the old one (and, when the old one expires, the same lifetime',
     'from now). The lines before the new key say the old key id, until when it works, and the new key id;',
@@ -155,11 +162,13 @@ export const keysRoll: Command = {
     'in the last hour.'
   ].join('\n'),
   run: async (args, context) => {
-    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { grace: { type: 'string' } }, strict: true })
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { grace: { type: 'string' }, test: { type: 'boolean' }, live: { type: 'boolean' } }, strict: true })
     const keyId = onlyKeyId(positionals, 'keys roll')
+    if (values.test === true && values.live === true) throw new CliError('give --test or --live, not both')
+    const mode = values.test === true ? 'test' : values.live === true ? 'live' : undefined
     const graceMs = values.grace === undefined ? DEFAULT_ROLL_GRACE_MS : durationOrFail(values.grace, 'the grace period')
     await withStore(context, async (store, config) => {
-      const rolled = await rollApiKey(store, keyId, { graceMs }, { actor: 'cli', links: mailLinksOf(config) })
+      const rolled = await rollApiKey(store, keyId, { graceMs, mode }, { actor: 'cli', links: mailLinksOf(config) })
       const { row, old } = rolled
       const until = old.expiresAt ?? new Date()
       const lines = [old.live
@@ -215,7 +224,7 @@ export const keysUsage: Command = {
     'The tables leave out days without requests.',
     '',
     'With --json:',
-    '  { "keyId": "key_…", "days": 30, "since": "<ISO: the first hour counted>", "until": "<ISO: when asked>",',
+    '  { "keyId": "key_…", "mode": "live" | "test", "days": 30, "since": "<ISO: the first hour counted>", "until": "<ISO: when asked>",',
     '    "totals": { "2xx": n, "4xx": n, "5xx": n, "total": n },',
     '    "daily": [ { "day": "2026-11-25", "2xx": n, "4xx": n, "5xx": n, "total": n }, … ],   (UTC days with requests, oldest first)',
     '    "operations": [ { "operation": "listPets", "2xx": n, "4xx": n, "5xx": n, "total": n }, … ],   (most requests first)',
@@ -235,6 +244,7 @@ export const keysUsage: Command = {
     if (values.json === true) {
       context.stdout(JSON.stringify({
         keyId: key.id,
+        mode: key.mode,
         days,
         since: since.toISOString(),
         until: new Date(now).toISOString(),
@@ -245,7 +255,7 @@ export const keysUsage: Command = {
       }, null, 2))
       return 0
     }
-    context.stdout(`Requests of key ${key.id}${key.label === null ? '' : ` (${key.label})`} in the last ${days} day${days === 1 ? '' : 's'}, since ${since.toISOString()}:`)
+    context.stdout(`Requests of ${key.mode === 'test' ? 'test key' : 'key'} ${key.id}${key.label === null ? '' : ` (${key.label})`} in the last ${days} day${days === 1 ? '' : 's'}, since ${since.toISOString()}:`)
     if (total.total === 0) {
       context.stdout('none.')
       return 0
@@ -254,6 +264,24 @@ export const keysUsage: Command = {
     context.stdout(totalsTable('DAY (UTC)', daily, total))
     context.stdout('')
     context.stdout(totalsTable('OPERATION', operations, total))
+    return 0
+  }
+}
+
+export const sandboxReset: Command = {
+  usage: 'animal-store sandbox reset --email E',
+  summary: "Empty the account's sandbox (test mode) and seed it again with the demo catalogue; audited.",
+  description: [
+    'Test keys read and write only their account\'s sandbox. A reset deletes every animal in it, seeds it',
+    'again with twenty demo animals (ids from 1), and forgets the Idempotency-Keys its test keys sent.',
+    'Every running server shows the reset catalogue within 1 second. The live catalogue is not touched.'
+  ].join('\n'),
+  run: async (args, context) => {
+    const { values } = parseArgs({ args, options: { email: { type: 'string' } }, strict: true })
+    if (values.email === undefined) throw new CliError('--email is required')
+    const email = values.email
+    const account = await withStore(context, (store) => resetSandboxOf(store, email))
+    context.stdout(`Reset the sandbox of ${account.email}: it holds the demo catalogue again. Running servers show it within 1 second.`)
     return 0
   }
 }

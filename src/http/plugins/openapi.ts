@@ -23,7 +23,13 @@ listed per operation, any path under /v1 may answer 404 \`not_found\` (unknown p
 **Retrying.** 503 \`service_unavailable\` (the service sheds load, shuts down, or cannot reach its database) and 429
 \`rate_limited\` come with \`Retry-After\`. Rate limiting is off unless the operator sets RATE_LIMIT_PER_MINUTE; then every
 answer to a request with a valid key carries the \`RateLimit\` and \`RateLimit-Policy\` fields of the IETF httpapi draft.
-A create retried with the same \`Idempotency-Key\` never makes a second animal.`
+A create retried with the same \`Idempotency-Key\` never makes a second animal.
+
+**Test mode (staging).** A test key (\`ask_test_…\`, chosen when the key is generated) calls the same base URL and paths
+with the same contract, but reads and writes only its account's sandbox: data kept apart from the live catalogue both ways
+(a live id is 404 with a test key, and the other way round), seeded with 20 demo animals and reset from the portal. A full
+sandbox answers \`createPet\` with 403 \`sandbox_full\`. A separate staging deployment, when the operator runs one, is
+listed among the servers.`
 
 /** What JSON.stringify writes for the doubles nearest the int64 bounds: -2^63 exactly, and 2^63 for 2^63 − 1. */
 const INT64_BOUND_LITERAL = /(?<=[:,[]\s*)(-?)9223372036854776000(?=\s*[,\]}])/g

@@ -6,6 +6,7 @@ import { MAX_PET_ID, petToJson } from '../../core/pets.js'
 import { parseIdempotencyKey } from '../../core/idempotency.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
+import type { SandboxCatalog } from '../../services/sandbox-catalog.js'
 import type { Answer, Exchange } from '../exchange.js'
 import { createdHeaders, deprecationHeaders } from '../headers.js'
 import { EXACT_CATEGORY_ID } from '../json-body.js'
@@ -20,6 +21,8 @@ export interface PetOperationsOptions {
   catalog: PetCatalog
   reads: PetReads
   idempotencyKeys: IdempotencyKeys
+  /** Where test keys read and write (test mode). */
+  sandbox: SandboxCatalog
 }
 
 const LIMIT_TEXT = /^[1-9][0-9]*$/
@@ -60,7 +63,7 @@ function readPetId (exchange: Exchange): void {
   const text = (exchange.params as { petId: string }).petId
   const petId = parsePositiveInt64Number(text)
   if (petId === undefined) throw errors.invalidPetId()
-  // CONTRACT.md takes any int64 here; one beyond the ids assigned names no animal: 404, not the schema's 400.
+  // The contract takes any int64 here; one beyond the ids assigned names no animal: 404, not the schema's 400.
   if (petId > MAX_PET_ID) throw errors.noSuchPet(text)
   exchange.params = { petId }
 }
@@ -76,6 +79,10 @@ const CREATE_PET_400: ErrorExamples = {
   categoryId: example('categoryId outside int64', errors.categoryIdOutOfRange()),
   unknownField: { summary: 'A field NewPet does not have', code: 'invalid_request', message: 'unknown field "id": the allowed fields are name, categoryId, status' },
   idempotencyKey: example('An invalid Idempotency-Key', errors.invalidIdempotencyKey())
+}
+const CREATE_PET_403 = {
+  description: 'With a test key, `sandbox_full`: its account\'s sandbox holds SANDBOX_MAX_PETS animals (test mode); reset it to create more.',
+  examples: { sandboxFull: example('A test key\'s sandbox is full (test mode)', errors.sandboxFull(10_000)) } satisfies ErrorExamples
 }
 const GET_PET_400: ErrorExamples = {
   petId: example('petId is not a positive int64', errors.invalidPetId())
@@ -93,15 +100,24 @@ function readIdempotencyKey (exchange: Exchange): string | undefined {
 }
 
 /** listPets, createPet and getPet. */
-export function petOperations ({ catalog, reads, idempotencyKeys }: PetOperationsOptions): Operation[] {
-  return [listPetsOperation(reads), createPetOperation(catalog, idempotencyKeys), getPetOperation(reads)]
+export function petOperations ({ catalog, reads, idempotencyKeys, sandbox }: PetOperationsOptions): Operation[] {
+  return [listPetsOperation(reads, sandbox), createPetOperation(catalog, idempotencyKeys, sandbox), getPetOperation(reads, sandbox)]
+}
+
+/**
+ * The mode is the key's (docs/decisions.md, test mode): one branch on the key authentication verified, so
+ * that a live request pays a property read and nothing more.
+ */
+function readsOf (exchange: Exchange, reads: PetReads, sandbox: SandboxCatalog): PetReads {
+  const key = exchange.key
+  return key !== null && key.test ? sandbox.readsFor(key.accountId) : reads
 }
 
 function created (id: number, body: string): Answer {
   return { statusCode: 201, headers: [...createdHeaders(id), 'content-length', String(Buffer.byteLength(body))], body }
 }
 
-function listPetsOperation (reads: PetReads): Operation {
+function listPetsOperation (live: PetReads, sandbox: SandboxCatalog): Operation {
   return {
     operationId: 'listPets',
     method: 'GET',
@@ -126,13 +142,14 @@ function listPetsOperation (reads: PetReads): Operation {
     handle: function listPets (exchange) {
       const { limit = PAGE_SIZE.default, status, cursor } = exchange.query as ListPetsQuery
       const wanted: ListPetsRequest = { limit, status, cursor, ifNoneMatch: exchange.headers['if-none-match'] }
+      const reads = readsOf(exchange, live, sandbox)
       // A cached page is answered in this turn of the event loop, without a promise.
       return reads.cachedListPets(wanted) ?? reads.listPets(wanted)
     }
   }
 }
 
-function createPetOperation (catalog: PetCatalog, idempotencyKeys: IdempotencyKeys): Operation {
+function createPetOperation (catalog: PetCatalog, idempotencyKeys: IdempotencyKeys, sandbox: SandboxCatalog): Operation {
   return {
     operationId: 'createPet',
     method: 'POST',
@@ -153,25 +170,26 @@ function createPetOperation (catalog: PetCatalog, idempotencyKeys: IdempotencyKe
         },
         ...errorResponses([400, 401, 409, 413, 415, 422, 507], { 400: CREATE_PET_400 })
       })
-    }),
+    }, CREATE_PET_403),
     handle: async function createPet (exchange) {
       const body = exchange.body as NewPet & { [EXACT_CATEGORY_ID]?: bigint }
       const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
       const key = readIdempotencyKey(exchange)
       const claim = key === undefined || exchange.key === null ? undefined : { apiKeyId: exchange.key.keyId, key }
+      const testAccount = exchange.key !== null && exchange.key.test ? exchange.key.accountId : undefined
 
       if (claim !== undefined) {
         const earlier = await idempotencyKeys.claim(claim, pet)
         if (earlier.outcome === 'mismatch') throw errors.idempotencyKeyReused()
         if (earlier.outcome === 'in_flight') throw errors.idempotencyKeyInUse()
         if (earlier.outcome === 'completed') {
-          const body = await catalog.findById(earlier.petId)
+          const body = await (testAccount === undefined ? catalog.findById(earlier.petId) : sandbox.findById(testAccount, earlier.petId))
           if (body === undefined) throw new Error(`idempotency key refers to missing animal ${earlier.petId}`)
           return created(earlier.petId, body)
         }
       }
       try {
-        const { id } = await catalog.create(pet, claim)
+        const { id } = await (testAccount === undefined ? catalog.create(pet, claim) : sandbox.create(testAccount, pet, claim))
         return created(id, petToJson({ id, ...pet }))
       } catch (error) {
         if (claim !== undefined) await idempotencyKeys.release(claim).catch(() => {})
@@ -181,7 +199,7 @@ function createPetOperation (catalog: PetCatalog, idempotencyKeys: IdempotencyKe
   }
 }
 
-function getPetOperation (reads: PetReads): Operation {
+function getPetOperation (live: PetReads, sandbox: SandboxCatalog): Operation {
   return {
     operationId: 'getPet',
     method: 'GET',
@@ -202,6 +220,7 @@ function getPetOperation (reads: PetReads): Operation {
     }),
     handle: function getPet (exchange) {
       const { petId } = exchange.params as { petId: number }
+      const reads = readsOf(exchange, live, sandbox)
       const cached = reads.cachedPet(petId)
       if (cached !== undefined) return cached
       return reads.getPet(petId).then((answer) => {

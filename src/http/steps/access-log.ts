@@ -83,7 +83,9 @@ export function accessLog (log: Logger): Step {
       // The caller's trace, when it sent one: most requests carry none.
       const fields = exchange.headers.traceparent === undefined ? undefined : exchange.log.traceContext()
       const trace = fields === undefined ? '' : `,"traceId":"${fields.traceId}","spanId":"${fields.spanId}","parentSpanId":"${fields.parentSpanId}"`
-      const request = `,"method":"${exchange.method}","url":${urlField(exchange.url)}`
+      // Which catalogue answered: a test key's sandbox says so; live requests carry no field (it costs them nothing).
+      const key = exchange.key
+      const request = `,"method":"${exchange.method}","url":${urlField(exchange.url)}${key !== null && key.test ? ',"mode":"test"' : ''}`
       const line = exchange.abandoned
         ? `${head}${trace}${request},"msg":"the client went away before its request was answered"}\n`
         : `${head}${trace}${request},"statusCode":${exchange.statusCode},"ms":${Math.round(exchange.elapsedMs() * 100) / 100},"msg":"request completed"}\n`

@@ -6,8 +6,8 @@ import type { Step } from '../pipeline.js'
 const METHOD_LABELS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS', 'PUT', 'PATCH', 'DELETE'])
 
 /**
- * Requests in flight, and each answered request by method, route template and status, with its
- * duration. Unknown routes count as one route, `unmatched`; the framework names the route of a
+ * Requests in flight, and each answered request by method, route template, status and mode (`test`
+ * for a test key's request, `live` for every other), with its duration. Unknown routes count as one route, `unmatched`; the framework names the route of a
  * request it answered as its router matches it (exchange.frameworkRoute). Counted in plain numbers, turned into
  * Prometheus series only when scraped (services/metrics.ts).
  */
@@ -26,7 +26,8 @@ export function metricsStep (metrics: Metrics | undefined, routes: ApiRoutes): S
       if (exchange.abandoned) return
       const method = METHOD_LABELS.has(exchange.method) ? exchange.method : 'other'
       const route = exchange.isApi ? routes.templateOf(exchange) : (exchange.frameworkRoute ?? 'unmatched')
-      metrics.requests.record(exchange.elapsedMs() / 1000, method, route, String(exchange.statusCode))
+      const key = exchange.key
+      metrics.requests.record(exchange.elapsedMs() / 1000, method, route, String(exchange.statusCode), key !== null && key.test ? 'test' : 'live')
     }
   }
 }

@@ -15,19 +15,20 @@ function admit (limiter: RateLimiter, exchange: Exchange, admission: Admission):
 }
 
 /**
- * RATE_LIMIT_PER_MINUTE per API key (off when 0): after authentication, so only requests with a
+ * RATE_LIMIT_PER_MINUTE per live API key (off when 0), SANDBOX_RATE_LIMIT_PER_MINUTE per test key: after authentication, so only requests with a
  * valid key are counted, by key. Counted in memory and reconciled with the other instances
  * through Redis in the background (services/rate-limiter.ts): no request waits for Redis, but
  * one that would put this instance too far ahead of the shared count.
  */
-export function rateLimit (limiter: RateLimiter | undefined): Step {
-  if (limiter === undefined) return { name: 'rate limit', scope: 'api' }
+export function rateLimit (live: RateLimiter | undefined, sandbox: RateLimiter): Step {
   return {
     name: 'rate limit',
     scope: 'api',
     onRequest: function limitRate (exchange) {
       const key = exchange.key
       if (key === null) return undefined
+      const limiter = key.test ? sandbox : live
+      if (limiter === undefined) return undefined
       const admission = limiter.take(key.keyId)
       if (admission instanceof Promise) return admission.then((late) => admit(limiter, exchange, late))
       return admit(limiter, exchange, admission)

@@ -18,6 +18,8 @@ export interface PortalContext {
   publicBaseUrl: string | undefined
   /** Where mailed links point. */
   links: MailLinks
+  /** Every account's test data: a reset through it is seen by this instance at once. */
+  sandbox: { reset: (accountId: number) => Promise<void>, readonly maxPets: number }
   policy: CookiePolicy
   sessions: Sessions
   presession: PresessionCsrf

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { withoutControlCharacters } from '../../core/accounts.js'
-import { MAX_LIVE_KEYS, SCOPES } from '../../core/api-keys.js'
+import { isKeyMode, MAX_LIVE_KEYS, SCOPES, type KeyMode } from '../../core/api-keys.js'
 import {
   AccountsError,
   durationOrFail,
@@ -10,6 +10,7 @@ import {
   keyLabelOrFail,
   LiveKeyLimitError,
   revokeOwnApiKey,
+  resetSandbox,
   rollApiKey,
   scopesOrFail
 } from '../../services/accounts.js'
@@ -17,7 +18,7 @@ import { resendVerification } from '../../services/account-mail.js'
 import type { ApiKeyRow } from '../../storage/store.js'
 import { choiceProblem, DEFAULT_EXPIRY_CHOICE, DEFAULT_GRACE_CHOICE, EXPIRY_CHOICES, GRACE_CHOICES, isOffered } from '../choices.js'
 import type { PortalSession } from '../session.js'
-import { revokePage, rollPage } from '../views/key-changes.js'
+import { revokePage, rollPage, sandboxResetPage } from '../views/key-changes.js'
 import { keysPage, revokedKeysPage, type KeyFormState } from '../views/keys.js'
 import { field, fieldValues, HIDDEN, noSuchKey, ownKey, sendErrorPage, sendPage, sentence, type PortalContext } from './context.js'
 import { sessionOf } from './signed-in.js'
@@ -64,12 +65,28 @@ export async function keyRoutes (app: FastifyInstance, ctx: PortalContext): Prom
     }
     return await reply.redirect(`/portal/keys?verification=${result.outcome}`, 303)
   })
+  app.get('/sandbox/reset', HIDDEN, async function confirmSandboxReset (request, reply) {
+    return sendPage(reply, 200, sandboxResetPage({ assets: ctx.assets, session: sessionOf(request) }))
+  })
+  app.post('/sandbox/reset', HIDDEN, async function resetTestData (request, reply) {
+    const session = sessionOf(request)
+    // Through this instance's sandbox, which forgets the old data at once; the others follow the store's feed of resets.
+    await resetSandbox(ctx.store, session.account.id, { actor: 'portal', address: request.ip }, ctx.sandbox)
+    request.log.info({ accountId: session.account.id }, 'portal: test data reset')
+    return await reply.redirect('/portal/keys?sandbox=reset', 303)
+  })
 }
 
 /** An account whose email is not verified may look at its keys but not make new ones: the page that says why. */
 function unverified (ctx: PortalContext, reply: FastifyReply, session: PortalSession): FastifyReply | undefined {
   if (session.account.emailVerifiedAt !== null) return undefined
   return sendErrorPage(ctx, reply, 403, 'Verify your email first', `Follow the link we mailed to ${session.account.email} before generating or rolling keys. The keys page can send it again.`, session)
+}
+
+/** The mode the form chose; `fallback` when it chose none, a message for anything else. */
+function modeOf (request: FastifyRequest, fallback: KeyMode = 'live'): KeyMode | { problem: string } {
+  const text = field(request, 'mode') ?? fallback
+  return isKeyMode(text) ? text : { problem: 'Choose whether the key is live or test.' }
 }
 
 interface KeysPageExtras {
@@ -90,21 +107,25 @@ async function renderKeys (ctx: PortalContext, request: FastifyRequest, reply: F
   const session = sessionOf(request)
   const live = await ctx.store.apiKeys.pageByAccount(session.account.id, { live: true, limit: MAX_LIVE_KEYS, offset: 0 })
   const revoked = await ctx.store.apiKeys.pageByAccount(session.account.id, { live: false, limit: REVOKED_ON_KEYS_PAGE, offset: 0 })
-  return sendPage(reply, status, keysPage({ assets: ctx.assets, session, live: live.rows, revoked: revoked.rows, revokedTotal: revoked.total, apiBaseUrl: apiBaseUrl(ctx, request), ...extras }))
+  return sendPage(reply, status, keysPage({
+    assets: ctx.assets, session, live: live.rows, revoked: revoked.rows, revokedTotal: revoked.total, apiBaseUrl: apiBaseUrl(ctx, request), sandboxMaxPets: ctx.sandbox.maxPets, ...extras
+  }))
 }
 
 async function keysWithNotice (ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const session = sessionOf(request)
-  const { revoked, created, verification } = request.query as Record<string, unknown>
+  const { revoked, created, verification, sandbox } = request.query as Record<string, unknown>
   if (verification === 'sent') return await renderKeys(ctx, request, reply, 200, { notice: `A new link is on its way to ${session.account.email}. Earlier links no longer work.` })
   if (typeof created === 'string') return await renderKeys(ctx, request, reply, 200, await createdKeyExtras(ctx, request, reply, session, created))
   ctx.newKeys.take(request, reply)
   const key = typeof revoked === 'string' ? await ownKey(ctx, session, revoked) : undefined
-  const notice = key === undefined || key.live
-    ? undefined
-    : key.revokedAt === null
-      ? `The key ${key.label ?? key.prefix} has expired: the API refuses it.`
-      : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
+  const notice = sandbox === 'reset'
+    ? 'Your test data was reset: your sandbox holds the demo animals again.'
+    : key === undefined || key.live
+      ? undefined
+      : key.revokedAt === null
+        ? `The key ${key.label ?? key.prefix} has expired: the API refuses it.`
+        : `The key ${key.label ?? key.prefix} has been revoked: the API refuses it from now on.`
   return await renderKeys(ctx, request, reply, 200, { notice })
 }
 
@@ -155,10 +176,12 @@ async function generate (ctx: PortalContext, request: FastifyRequest, reply: Fas
   const labelText = field(request, 'label') ?? ''
   const scopeTexts = fieldValues(request, 'scopes')
   const expiryText = field(request, 'expires_in') ?? DEFAULT_EXPIRY_CHOICE
+  const mode = modeOf(request)
   // The form as it was sent, for the page that says what is wrong with it: known choices only.
   const form: KeyFormState = {
     scopes: (scopeTexts ?? []).filter((scope) => SCOPES.some((known) => known === scope)),
-    expiresIn: isOffered(EXPIRY_CHOICES, expiryText) ? expiryText : DEFAULT_EXPIRY_CHOICE
+    expiresIn: isOffered(EXPIRY_CHOICES, expiryText) ? expiryText : DEFAULT_EXPIRY_CHOICE,
+    ...(typeof mode === 'string' && { mode })
   }
   const refuse = (status: number, error: string): Promise<FastifyReply> =>
     renderKeys(ctx, request, reply, status, { error, label: withoutControlCharacters(labelText).slice(0, 500), form })
@@ -174,7 +197,8 @@ async function generate (ctx: PortalContext, request: FastifyRequest, reply: Fas
     const expiryRefusal = choiceProblem(EXPIRY_CHOICES, expiryText, 'when the key expires')
     if (expiryRefusal !== undefined) return await refuse(400, expiryRefusal)
     const expiresAt = expiryText === 'never' ? null : expiryOrFail({ expiresIn: expiryText })
-    created = await issueApiKey(ctx.store, session.account.id, label, { scopes, expiresAt }, { actor: 'portal', address: request.ip, links: ctx.links })
+    if (typeof mode !== 'string') return await refuse(400, mode.problem)
+    created = await issueApiKey(ctx.store, session.account.id, label, { scopes, expiresAt, mode }, { actor: 'portal', address: request.ip, links: ctx.links })
   } catch (error) {
     const refusal = changeRefusal(reply, error)
     if (refusal === undefined) throw error
@@ -225,10 +249,12 @@ async function roll (ctx: PortalContext, request: KeyRequest, reply: FastifyRepl
   const refuse = (error: string): FastifyReply => sendPage(reply, 400, rollPage({ assets: ctx.assets, session, key, grace: shownGrace, error }))
   const graceRefusal = choiceProblem(GRACE_CHOICES, graceText, 'how long the old key keeps working')
   if (graceRefusal !== undefined) return refuse(graceRefusal)
+  const mode = modeOf(request, key.mode)
+  if (typeof mode !== 'string') return refuse(mode.problem)
   let rolled: { key: string, row: ApiKeyRow, old: ApiKeyRow }
   try {
     const graceMs = durationOrFail(graceText, 'the grace period')
-    rolled = await rollApiKey(ctx.store, key.id, { graceMs, ownerId: session.account.id }, { actor: 'portal', address: request.ip, links: ctx.links })
+    rolled = await rollApiKey(ctx.store, key.id, { graceMs, ownerId: session.account.id, mode }, { actor: 'portal', address: request.ip, links: ctx.links })
   } catch (error) {
     const change = changeRefusal(reply, error)
     if (change === undefined) throw error

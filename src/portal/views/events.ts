@@ -22,7 +22,8 @@ export const EVENT_WORDS: Readonly<Record<AuditEventType, string>> = {
   email_verified: 'Email address verified',
   password_reset_requested: 'Password reset link sent',
   password_reset: 'Password reset',
-  key_expiry_reminded: 'Key expiry reminder sent'
+  key_expiry_reminded: 'Key expiry reminder sent',
+  sandbox_reset: 'Test data reset'
 }
 
 const ACTOR_WORDS: Readonly<Record<AuditActor, string>> = { portal: 'Portal', cli: 'Operator (command line)', api: 'API' }

@@ -51,11 +51,33 @@ to the new key without an outage; then the API refuses it. Until then it counts 
   <select id="grace" name="grace" aria-describedby="${describedBy(error, 'grace-hint')}">
     ${GRACE_CHOICES.map(({ value, text }) => html`<option value="${value}"${value === grace ? html` selected` : ''}>${text}</option>`)}
   </select>
+  <label for="mode">The new key is</label>
+  <select id="mode" name="mode">
+    <option value="live"${key.mode === 'live' ? html` selected` : ''}>Live: the real catalogue</option>
+    <option value="test"${key.mode === 'test' ? html` selected` : ''}>Test: your test data only</option>
+  </select>
   <p class="hint" id="grace-hint">${key.expiresAt === null ? '' : html`It stops at its own expiry, ${when(key.expiresAt, now)}, if that comes first. `}Choose &ldquo;None&rdquo; if the old key may have leaked.</p>
   <div class="actions">
     <button type="submit">Roll key</button>
     <a href="/portal/keys">Cancel</a>
   </div>
+</form>`
+  })
+}
+
+/** The confirmation of a reset of the account's test data (test mode). */
+export function sandboxResetPage ({ assets, session }: { assets: AssetUrls, session: { account: AccountRow, csrfToken: string } }): string {
+  return page({
+    title: 'Reset test data',
+    assets,
+    session,
+    main: html`<h1>Reset your test data?</h1>
+<p>Every animal your test keys added is deleted, and your sandbox holds the 20 demo animals again, with ids from 1.
+Every server shows it within a second. Your test keys keep working; your live data is not touched. This cannot be undone.</p>
+<form class="actions" method="post" action="/portal/sandbox/reset">
+  ${csrfField(session.csrfToken)}
+  <button class="danger" type="submit">Reset test data</button>
+  <a href="/portal/keys">Cancel</a>
 </form>`
   })
 }

@@ -80,6 +80,11 @@ export function statusText (key: ApiKeyRow, now: number, successors: ReadonlyMap
   return html`Active`
 }
 
+/** A key's mode in words: a test key reads and writes only the account's sandbox. */
+export function modeText (key: ApiKeyRow): SafeHtml {
+  return key.mode === 'test' ? html`<span class="mode-test">Test</span>` : html`Live`
+}
+
 export interface KeyTableContext {
   now: number
   /** Keys a rolled key may name as its successor. */
@@ -92,6 +97,7 @@ function keyRow (key: ApiKeyRow, { now, successors }: KeyTableContext): SafeHtml
   return html`<tr${classes.length === 0 ? '' : html` class="${classes.join(' ')}"`}>
   <td data-label="Label"><a href="/portal/keys/${key.id}" aria-label="Usage and details of the key ${name}">${key.label ?? html`<span class="muted">no label</span>`}</a></td>
   <td data-label="Prefix"><code>${key.prefix}&hellip;</code></td>
+  <td data-label="Mode">${modeText(key)}</td>
   <td data-label="Scopes">${scopesList(key.scopes)}</td>
   <td data-label="Created">${dateTime(key.createdAt)}</td>
   <td data-label="Expiry">${expiryText(key, now)}</td>
@@ -108,7 +114,7 @@ export function keysTable (keys: readonly ApiKeyRow[], caption: string, context:
   return html`<div class="table-scroll">
   <table class="keys">
     <caption class="visually-hidden">${caption}</caption>
-    <thead><tr><th scope="col">Label</th><th scope="col">Prefix</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Expiry</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    <thead><tr><th scope="col">Label</th><th scope="col">Prefix</th><th scope="col">Mode</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Expiry</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
     <tbody>
     ${keys.map((key) => keyRow(key, context))}
     </tbody>

@@ -1,7 +1,7 @@
 import { html, type SafeHtml } from '../../core/html.js'
 import type { AccountRow, ApiKeyRow, UsageOutcome } from '../../storage/store.js'
 import { OUTCOME_WORDS, OUTCOMES, usageChart, usageLegend, type KeyUsageSummary } from '../usage-chart.js'
-import { dateTime, expiryText, keyName, scopesList, statusText } from './key-table.js'
+import { dateTime, expiryText, keyName, scopesList, statusText, modeText } from './key-table.js'
 import { page, type AssetUrls } from './layout.js'
 
 export interface KeyPageOptions {
@@ -30,6 +30,7 @@ export function keyPage ({ assets, session, key, successor, usage, now = Date.no
     main: html`<h1>Key &ldquo;${name}&rdquo;</h1>
 <dl class="terms">
   <dt>Prefix</dt><dd><code>${key.prefix}&hellip;</code></dd>
+  <dt>Mode</dt><dd>${modeText(key)}${key.mode === 'test' ? html`: its requests read and write only your test data (the sandbox), never the live catalogue` : ''}</dd>
   <dt>Id</dt><dd><code>${key.id}</code></dd>
   <dt>Scopes</dt><dd>${scopesList(key.scopes)}</dd>
   <dt>Created</dt><dd>${dateTime(key.createdAt)}</dd>
@@ -42,7 +43,7 @@ ${key.live
   <a class="danger-link" href="/portal/keys/${key.id}/revoke">Revoke this key&hellip;</a></p>`
   : ''}
 <section aria-labelledby="usage-heading">
-  <h2 id="usage-heading">Requests in the last ${days} days</h2>
+  <h2 id="usage-heading">${key.mode === 'test' ? 'Test requests (sandbox)' : 'Live requests'} in the last ${days} days</h2>
   <p>${usage.byOutcome.total === 0
     ? `No requests with this key in the last ${days} days.`
     : `${usage.byOutcome.total.toLocaleString('en-US')} request${usage.byOutcome.total === 1 ? '' : 's'} in the last ${days} days.`}

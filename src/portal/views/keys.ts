@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from '../../core/html.js'
 import { MAX_LABEL_LENGTH } from '../../core/accounts.js'
-import { SCOPES, type Scope } from '../../core/api-keys.js'
+import { SCOPES, type KeyMode, type Scope } from '../../core/api-keys.js'
 import type { AccountRow, ApiKeyRow } from '../../storage/store.js'
 import { DEFAULT_EXPIRY_CHOICE, EXPIRY_CHOICES } from '../choices.js'
 import { expiresSoon, keyName, keysTable, scopesList, when, type KeyTableContext } from './key-table.js'
@@ -17,6 +17,7 @@ export const SCOPE_WORDS: Readonly<Record<Scope, string>> = {
 export interface KeyFormState {
   scopes: readonly string[]
   expiresIn: string
+  mode?: KeyMode
 }
 
 export interface KeysPageOptions {
@@ -30,6 +31,8 @@ export interface KeysPageOptions {
   revokedTotal: number
   /** Base URL of the API for the snippet, ending in /v1. */
   apiBaseUrl: string
+  /** SANDBOX_MAX_PETS. */
+  sandboxMaxPets: number
   /** A key just generated, or just made by rolling `replaces`: the only time its secret is shown. */
   created?: { key: string, row: ApiKeyRow, replaces?: ApiKeyRow | undefined } | undefined
   error?: string | undefined
@@ -44,6 +47,8 @@ function snippet (apiBaseUrl: string, key: string | undefined): string {
     `curl -s "${apiBaseUrl}/pets?limit=5" -H "Authorization: Bearer $ANIMAL_STORE_KEY"`
 }
 
+const figureOf = (count: number): string => count.toLocaleString('en-US')
+
 function newKeySection (created: { key: string, row: ApiKeyRow, replaces?: ApiKeyRow | undefined }, now: number): SafeHtml {
   const { row, replaces } = created
   return html`<section class="new-key" aria-labelledby="new-key-heading">
@@ -57,6 +62,7 @@ function newKeySection (created: { key: string, row: ApiKeyRow, replaces?: ApiKe
   <p class="copy-status" id="new-key-status" role="status"></p>
   <dl class="terms" id="new-key-terms">
     <dt>Scopes</dt><dd>${scopesList(row.scopes)}</dd>
+    ${row.mode === 'test' ? html`<dt>Mode</dt><dd>Test: it reads and writes only your test data</dd>` : ''}
     <dt>Expiry</dt><dd>${row.expiresAt === null ? 'Never expires' : html`Expires ${when(row.expiresAt, now)}`}</dd>
     ${replaces === undefined
       ? ''
@@ -81,6 +87,15 @@ function createForm (csrfToken: string, label: string | undefined, form: KeyForm
       ${SCOPES.map((scope) => html`<div class="choice"><input type="checkbox" id="scope-${scope.replace(':', '-')}" name="scopes" value="${scope}"${chosen.has(scope) ? html` checked` : ''}>
       <label for="scope-${scope.replace(':', '-')}"><code>${scope}</code>: ${SCOPE_WORDS[scope]}</label></div>`)}
     </fieldset>
+    <fieldset class="choices" aria-describedby="mode-hint">
+      <legend>Mode</legend>
+      <p class="hint" id="mode-hint">A test key (<code>ask_test_&hellip;</code>) calls the same API at the same address, but reads and writes only your test data:
+      a catalogue of your own, seeded with demo animals, that you can reset at any time. Live data never sees it.</p>
+      <div class="choice"><input type="radio" id="mode-live" name="mode" value="live"${form?.mode === 'test' ? '' : html` checked`}>
+      <label for="mode-live">Live: the real catalogue</label></div>
+      <div class="choice"><input type="radio" id="mode-test" name="mode" value="test"${form?.mode === 'test' ? html` checked` : ''}>
+      <label for="mode-test">Test: your test data only (the staging environment)</label></div>
+    </fieldset>
     <label for="expires_in">Expires</label>
     <select id="expires_in" name="expires_in" aria-describedby="expiry-hint">
       ${EXPIRY_CHOICES.map(({ value, text }) => html`<option value="${value}"${value === expiresIn ? html` selected` : ''}>${text}</option>`)}
@@ -90,7 +105,7 @@ function createForm (csrfToken: string, label: string | undefined, form: KeyForm
   </form>`
 }
 
-export function keysPage ({ assets, session, live, revoked, revokedTotal, apiBaseUrl, created, error, notice, label, form, now = Date.now() }: KeysPageOptions): string {
+export function keysPage ({ assets, session, live, revoked, revokedTotal, apiBaseUrl, sandboxMaxPets, created, error, notice, label, form, now = Date.now() }: KeysPageOptions): string {
   const context: KeyTableContext = { now, successors: new Map([...live, ...revoked].map((key) => [key.id, key])) }
   const expiring = live.filter((key) => expiresSoon(key, now))
   return page({
@@ -120,6 +135,12 @@ ${revokedTotal === 0
   ${keysTable(revoked, 'Recently revoked or expired keys', context)}
   ${revokedTotal > revoked.length ? html`<p><a href="/portal/keys/revoked?page=1">All ${revokedTotal} revoked or expired keys</a></p>` : ''}
 </section>`}
+<section aria-labelledby="test-data-heading">
+  <h2 id="test-data-heading">Test data</h2>
+  <p>Test keys read and write your sandbox: a catalogue of your own that starts with 20 demo animals and holds at most ${figureOf(sandboxMaxPets)}.
+  Resetting it deletes every animal your test keys added and restores the demo animals. Live data is never touched.</p>
+  <p><a class="danger-link" href="/portal/sandbox/reset">Reset test data&hellip;</a></p>
+</section>
 ${session.account.emailVerifiedAt === null
   ? verifyFirstSection(session.account, session.csrfToken)
   : html`<section aria-labelledby="generate-heading">
@@ -132,6 +153,8 @@ ${session.account.emailVerifiedAt === null
   <pre class="snippet"><code id="snippet">${snippet(apiBaseUrl, created?.key)}</code></pre>
   <button type="button" class="copy" data-copy="snippet" data-status="snippet-status" hidden>Copy snippet</button>
   <p class="copy-status" id="snippet-status" role="status"></p>
+  <p id="test-mode-note">With a test key (<code>ask_test_&hellip;</code>) the same request, at the same address, lists your test data instead:
+  the same paths, errors and headers, and data kept apart from the live catalogue. Use one while you build and test your program; switch to a live key to go live.</p>
   <p>Every operation, parameter and error is described in the <a href="/docs">API reference</a>
   (and in the OpenAPI document at <a href="/v1/openapi.json"><code>/v1/openapi.json</code></a>).</p>
 </section>`

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { DEFAULT_SCOPES, scopesOfText, scopesText } from '../../core/api-keys.js'
+import { DEFAULT_SCOPES, scopesOfText, scopesText, type KeyMode } from '../../core/api-keys.js'
 import { isLiveKey, liveKeySql } from '../live-keys.js'
 import { KeyLimitError, type ApiKeyPage, type ApiKeyRepository, type ApiKeyRow, type RevokeResult, type RollResult } from '../store.js'
 import type { Connection } from './connection.js'
@@ -17,10 +17,11 @@ interface ApiKeyDbRow {
   scopes: string
   expires_at: string | null
   rolled_to: string | null
+  mode: KeyMode
 }
 
-const API_KEY_COLUMNS = 'id, account_id, label, prefix, created_at, last_used_at, revoked_at, scopes, expires_at, rolled_to'
-const INSERT_API_KEY = `INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at, scopes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${API_KEY_COLUMNS}`
+const API_KEY_COLUMNS = 'id, account_id, label, prefix, created_at, last_used_at, revoked_at, scopes, expires_at, rolled_to, mode'
+const INSERT_API_KEY = `INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at, scopes, expires_at, mode) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${API_KEY_COLUMNS}`
 
 const toDate = (ms: string | null): Date | null => (ms === null ? null : new Date(Number(ms)))
 
@@ -35,7 +36,8 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => {
     revokedAt: toDate(row.revoked_at),
     scopes: scopesOfText(row.scopes),
     expiresAt: toDate(row.expires_at),
-    rolledTo: row.rolled_to
+    rolledTo: row.rolled_to,
+    mode: row.mode
   }
   return { ...key, live: isLiveKey(key, Date.now()) }
 }
@@ -54,7 +56,7 @@ export function apiKeyRepository (db: Connection): ApiKeyRepository {
       const now = Date.now()
       await lockAccountUnderCap(client, key.accountId, maxLive, now)
       const { rows: [row] } = await client.query<ApiKeyDbRow>(INSERT_API_KEY,
-        [key.id, key.accountId, key.label, key.prefix, key.hash, now, scopesText(key.scopes ?? DEFAULT_SCOPES), key.expiresAt?.getTime() ?? null])
+        [key.id, key.accountId, key.label, key.prefix, key.hash, now, scopesText(key.scopes ?? DEFAULT_SCOPES), key.expiresAt?.getTime() ?? null, key.mode ?? 'live'])
       if (mail !== undefined) await insertMail(client, mail, now)
       return toApiKey(row as ApiKeyDbRow)
     }),
@@ -120,7 +122,7 @@ async function rollKey (client: pg.PoolClient, id: string, successor: RollArgume
   if (!isLiveKey(old, now)) return { outcome: 'ended', old }
   const expiresAt = old.expiresAt === null ? null : now + (old.expiresAt.getTime() - old.createdAt.getTime())
   const { rows: [inserted] } = await client.query<ApiKeyDbRow>(INSERT_API_KEY,
-    [successor.id, old.accountId, old.label, successor.prefix, successor.hash, now, scopesText(old.scopes), expiresAt])
+    [successor.id, old.accountId, old.label, successor.prefix, successor.hash, now, scopesText(old.scopes), expiresAt, successor.mode ?? old.mode])
   const endsAt = Math.min(now + graceMs, old.expiresAt?.getTime() ?? Infinity)
   const { rows: [ended] } = await client.query<ApiKeyDbRow>(`UPDATE api_keys SET expires_at = $1, rolled_to = $2 WHERE id = $3 RETURNING ${API_KEY_COLUMNS}`, [endsAt, successor.id, id])
   await recordInvalidation(client, id, now)

@@ -227,5 +227,41 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number, name: string,
       ALTER TABLE sessions ADD COLUMN client_address TEXT;
       ALTER TABLE sessions ADD COLUMN user_agent TEXT;
     `
+  },
+  {
+    version: 9,
+    name: 'test_mode',
+    sql: `
+      -- A key is live or test (docs/decisions.md, test mode); keys made before modes are live.
+      ALTER TABLE api_keys ADD COLUMN mode TEXT NOT NULL DEFAULT 'live' CHECK (mode IN ('live', 'test'));
+
+      -- Each account's sandbox: its own sequence of animal ids and how many animals it holds (SANDBOX_MAX_PETS).
+      -- The live tables and their indexes stay as they are: nothing of the sandbox touches them.
+      CREATE TABLE sandbox_accounts (
+        account_id BIGINT PRIMARY KEY REFERENCES accounts (id),
+        last_pet_id BIGINT NOT NULL,
+        pet_count BIGINT NOT NULL
+      );
+      CREATE TABLE sandbox_pets (
+        account_id BIGINT NOT NULL,
+        id BIGINT NOT NULL,
+        name TEXT NOT NULL,
+        category_id BIGINT NOT NULL,
+        status TEXT CHECK (status IN ('available', 'pending', 'sold')),
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (account_id, id)
+      );
+      CREATE INDEX sandbox_pets_status ON sandbox_pets (account_id, status, id);
+
+      -- Resets, numbered from the counter sandbox_resets in the resetting transaction: every instance reads
+      -- the accounts reset after the last number it saw and drops what it cached of their sandboxes.
+      CREATE TABLE sandbox_resets (
+        seq BIGINT PRIMARY KEY,
+        account_id BIGINT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+      CREATE INDEX sandbox_resets_created_at ON sandbox_resets (created_at);
+      INSERT INTO counters (name, value) VALUES ('sandbox_resets', 0);
+    `
   }
 ]

@@ -12,6 +12,7 @@ import { loginAttemptRepository } from './login-attempts.js'
 import { mailOutboxRepository } from './mail-outbox.js'
 import { applyMigrations, warnAboutDurability, warnAboutReplication } from './migrate.js'
 import { petRepository, petWrites } from './pets.js'
+import { sandboxRepository } from './sandbox.js'
 import { sessionRepository } from './sessions.js'
 import { twoStepRepository } from './two-step.js'
 import { settingOf } from './settings.js'
@@ -80,6 +81,7 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
   return {
     engine: 'postgres',
     pets: petRepository(db, writes),
+    sandbox: sandboxRepository(db),
     accounts: accountRepository(db),
     accountTokens: accountTokenRepository(db),
     mailOutbox: mailOutboxRepository(db),

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { DEFAULT_SCOPES, scopesOfText, scopesText } from '../../core/api-keys.js'
+import { DEFAULT_SCOPES, scopesOfText, scopesText, type KeyMode } from '../../core/api-keys.js'
 import { isLiveKey, liveKeySql } from '../live-keys.js'
 import { KeyLimitError, type ApiKeyRepository, type ApiKeyRow, type RevokeResult, type RollResult } from '../store.js'
 import { keyInvalidationLog, type KeyInvalidationLog } from './key-invalidations.js'
@@ -17,9 +17,10 @@ interface ApiKeyDbRow {
   scopes: string
   expires_at: number | null
   rolled_to: string | null
+  mode: KeyMode
 }
 
-const API_KEY_COLUMNS = 'id, account_id, label, prefix, created_at, last_used_at, revoked_at, scopes, expires_at, rolled_to'
+const API_KEY_COLUMNS = 'id, account_id, label, prefix, created_at, last_used_at, revoked_at, scopes, expires_at, rolled_to, mode'
 const LIVE = liveKeySql('@now')
 
 const dateOrNull = (ms: number | null): Date | null => (ms === null ? null : new Date(ms))
@@ -35,14 +36,15 @@ const toApiKey = (row: ApiKeyDbRow): ApiKeyRow => {
     revokedAt: dateOrNull(row.revoked_at),
     scopes: scopesOfText(row.scopes),
     expiresAt: dateOrNull(row.expires_at),
-    rolledTo: row.rolled_to
+    rolledTo: row.rolled_to,
+    mode: row.mode
   }
   return { ...key, live: isLiveKey(key, Date.now()) }
 }
 
 const prepare = (db: Database.Database) => ({
-  insertApiKey: db.prepare(`INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at, scopes, expires_at)
-    VALUES (@id, @accountId, @label, @prefix, @hash, @now, @scopes, @expiresAt) RETURNING ${API_KEY_COLUMNS}`),
+  insertApiKey: db.prepare(`INSERT INTO api_keys (id, account_id, label, prefix, hash, created_at, scopes, expires_at, mode)
+    VALUES (@id, @accountId, @label, @prefix, @hash, @now, @scopes, @expiresAt, @mode) RETURNING ${API_KEY_COLUMNS}`),
   countLiveKeys: db.prepare(`SELECT count(*) FROM api_keys WHERE account_id = @accountId AND ${LIVE}`).pluck(),
   apiKeyByHash: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE hash = ?`),
   apiKeyById: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`),
@@ -76,7 +78,7 @@ export function apiKeyRepository (db: Database.Database, insertMail: InsertMail)
       const now = Date.now()
       if ((sql().countLiveKeys.get({ accountId: key.accountId, now }) as number) >= maxLive) throw new KeyLimitError(maxLive)
       const row = toApiKey(sql().insertApiKey.get({
-        id: key.id, accountId: key.accountId, label: key.label, prefix: key.prefix, hash: key.hash, now, scopes: scopesText(key.scopes ?? DEFAULT_SCOPES), expiresAt: key.expiresAt?.getTime() ?? null
+        id: key.id, accountId: key.accountId, label: key.label, prefix: key.prefix, hash: key.hash, now, scopes: scopesText(key.scopes ?? DEFAULT_SCOPES), expiresAt: key.expiresAt?.getTime() ?? null, mode: key.mode ?? 'live'
       }) as ApiKeyDbRow)
       if (mail !== undefined) insertMail(mail, now)
       return row
@@ -138,7 +140,7 @@ function rollKey (
   if ((sql.countLiveKeys.get({ accountId: old.accountId, now }) as number) >= maxLive) throw new KeyLimitError(maxLive)
   const lifetime = row.expires_at === null ? undefined : row.expires_at - row.created_at
   const key = toApiKey(sql.insertApiKey.get({
-    ...successor, accountId: old.accountId, label: old.label, now, scopes: row.scopes, expiresAt: lifetime === undefined ? null : now + lifetime
+    ...successor, mode: successor.mode ?? old.mode, accountId: old.accountId, label: old.label, now, scopes: row.scopes, expiresAt: lifetime === undefined ? null : now + lifetime
   }) as ApiKeyDbRow)
   const endsAt = Math.min(now + graceMs, row.expires_at ?? Infinity)
   sql.endRolledKey.run(endsAt, key.id, id)

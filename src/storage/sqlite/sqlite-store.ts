@@ -14,6 +14,7 @@ import { mailOutbox } from './mail-outbox.js'
 import { applyMigrations } from './migrate.js'
 import { openPetWrites, type PetWrites } from './pet-writes.js'
 import { petRepository } from './pets.js'
+import { sandboxRepository } from './sandbox.js'
 import { sessionRepository } from './sessions.js'
 import { twoStepRepository } from './two-step.js'
 import { settingOf } from './settings.js'
@@ -34,6 +35,7 @@ function buildStore (db: Database.Database, petWrites: PetWrites): Store {
   return {
     engine: 'sqlite',
     pets: petRepository(db, petWrites),
+    sandbox: sandboxRepository(db),
     accounts: accountRepository(db, outbox.insert),
     accountTokens: accountTokenRepository(db, outbox.insert),
     mailOutbox: outbox.repository,
