@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp, serviceLogger } from './app.js'
 import { leaveCluster, runPrimary, withWorkerId } from './cluster.js'
 import { explainFailure } from './cli/explain-failure.js'
-import type { Config } from './config.js'
+import { redactUrl, type Config } from './config.js'
+import { startTracing, type Tracing } from './services/tracing.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 import { keepTickObjectShapes } from './tick-object-shapes.js'
@@ -24,6 +25,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   const logger = withWorkerId(serviceLogger(config))
   let store: Store | undefined
   let app: FastifyInstance | undefined
+  let tracing: Tracing | undefined
   let stopping: Promise<void> | undefined
 
   // Installed before anything starts: a signal that arrives while the server is still
@@ -40,6 +42,8 @@ export async function serve (config: Readonly<Config>): Promise<void> {
       .then(async () => {
         await app?.close()
         await store?.close()
+        // The spans of the last requests are exported before the process ends.
+        await tracing?.shutdown()
         clearTimeout(deadline)
         logger.info('stopped')
         if (process.exitCode === undefined) process.exitCode = 0
@@ -63,6 +67,8 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     })
     const applied = await store.migrate()
     if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations')
+    tracing = await startTracing(config)
+    if (tracing !== undefined) logger.info(`tracing: spans are exported to ${redactUrl(tracing.url)}`)
     app = await buildApp({ config, store, logger })
     if (stopping === undefined) await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningLine })
   })()
@@ -79,6 +85,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     process.removeListener('SIGINT', stop)
     await app?.close().catch(() => {})
     await store?.close().catch(() => {})
+    await tracing?.shutdown().catch(() => {})
     leaveCluster()
   }
 }
