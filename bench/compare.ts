@@ -6,11 +6,15 @@
  * separate runs of `npm run bench` cannot be compared. The other commit is exported with
  * `git archive` into a temporary folder, given its own dependencies from its lock file and built
  * there; it must read the database schema the current build seeds. Settings given as
- * NAME=value apply to both sides (LOG_LEVEL=info, RATE_LIMIT_PER_MINUTE=…). Writes
+ * NAME=value apply to both sides (LOG_LEVEL=info, RATE_LIMIT_PER_MINUTE=…); as current:NAME=value, to the
+ * current build only (what a setting costs: `HEAD current:NAME=value`). The value `otlp-sink` is the URL of
+ * an OTLP/HTTP receiver the tool runs, which accepts and drops what it is sent (tracing's cost). Writes
  * bench/results/<date>-compare-<ref>.md. Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s),
  * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
  */
 import { execFileSync } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -32,13 +36,31 @@ function buildAt (ref: string, dir: string): string {
   return join(dir, 'dist', 'cli', 'main.js')
 }
 
+/** An OTLP/HTTP receiver that accepts whatever it is sent and drops it; its URL. */
+async function otlpSink (): Promise<{ url: string, close: () => void }> {
+  const sink = createServer((request, response) => {
+    request.resume().on('end', () => { response.writeHead(200, { 'content-type': 'application/json' }).end('{}') })
+  })
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`, close: () => { sink.close() } }
+}
+
+/** The settings of one side: NAME=value for both, current:NAME=value for the current build only. */
+function settingsOf (settings: string[], current: boolean, sinkUrl: string): Record<string, string> {
+  return Object.fromEntries(settings.flatMap((setting) => {
+    const own = setting.startsWith('current:')
+    if (own && !current) return []
+    const [name = '', ...value] = (own ? setting.slice('current:'.length) : setting).split('=')
+    return [[name, value.join('=') === 'otlp-sink' ? sinkUrl : value.join('=')]]
+  }))
+}
+
 async function main (): Promise<void> {
   const [ref, ...settings] = process.argv.slice(2)
-  if (ref === undefined || ref.startsWith('-')) throw new Error('usage: npm run bench:compare -- <git ref> [NAME=value …]')
-  const env = Object.fromEntries(settings.map((setting) => {
-    const [name = '', ...value] = setting.split('=')
-    return [name, value.join('=')]
-  }))
+  if (ref === undefined || ref.startsWith('-')) throw new Error('usage: npm run bench:compare -- <git ref> [NAME=value …] [current:NAME=value …]')
+  const sink = await otlpSink()
+  const env = settingsOf(settings, false, sink.url)
+  const currentEnv = settingsOf(settings, true, sink.url)
   const commit = execFileSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).trim()
   const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-compare-'))
@@ -47,7 +69,7 @@ async function main (): Promise<void> {
     const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     const current = join(root, 'dist', 'cli', 'main.js')
     console.log(`measuring ${head} (and what the working tree has built) against ${commit} …`)
-    const cost = await sideBySideCost({ measured: { cli: older, env }, baseline: { cli: current, env }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS })
+    const cost = await sideBySideCost({ measured: { cli: older, env }, baseline: { cli: current, env: currentEnv }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS })
     const date = new Date().toISOString()
     const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-compare-${commit}.md`)
     const ratio = (value: number): string => `${(1 + value).toFixed(2)}×`
@@ -58,7 +80,7 @@ async function main (): Promise<void> {
       '',
       `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`${process.env.BENCH_NODE_FLAGS === undefined ? '' : `BENCH_NODE_FLAGS='${process.env.BENCH_NODE_FLAGS}' `}npm run bench:compare -- ${[ref, ...settings].join(' ')}\`: the build of ${commit} and the`,
       `current build (${head}) serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1;`,
-      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : settings.join(', ')}; Node's flags: ${describeNodeFlags()}.`,
+      `${ROUNDS} rounds, each with a fresh pair of processes. Settings: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : settings.join(', ')} (current:… for the current build only); Node's flags: ${describeNodeFlags()}.`,
       `A figure is the CPU time a request costs ${commit} over what it costs the current build: the median, then each round.`,
       '',
       `| workload | ${commit} / current (median) | each round |`,
@@ -68,6 +90,7 @@ async function main (): Promise<void> {
     ].join('\n'))
     console.log(`wrote ${file}`)
   } finally {
+    sink.close()
     rmSync(dir, { recursive: true, force: true })
   }
 }
