@@ -7,7 +7,8 @@
  * `git archive` into a temporary folder, given its own dependencies from its lock file and built
  * there; it must read the database schema the current build seeds. Settings given as
  * NAME=value apply to both sides (LOG_LEVEL=info, RATE_LIMIT_PER_MINUTE=…); as current:NAME=value, to the
- * current build only (what a setting costs: `HEAD current:NAME=value`). The value `otlp-sink` is the URL of
+ * current build only; with the ref `current` both sides run the current build, and what a setting costs is
+ * `current current:NAME=value`. The value `otlp-sink` is the URL of
  * an OTLP/HTTP receiver the tool runs, which accepts and drops what it is sent (tracing's cost). Writes
  * bench/results/<date>-compare-<ref>.md. Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s),
  * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
@@ -57,17 +58,18 @@ function settingsOf (settings: string[], current: boolean, sinkUrl: string): Rec
 
 async function main (): Promise<void> {
   const [ref, ...settings] = process.argv.slice(2)
-  if (ref === undefined || ref.startsWith('-')) throw new Error('usage: npm run bench:compare -- <git ref> [NAME=value …] [current:NAME=value …]')
+  if (ref === undefined || ref.startsWith('-')) throw new Error('usage: npm run bench:compare -- <git ref or current> [NAME=value …] [current:NAME=value …]')
   const sink = await otlpSink()
   const env = settingsOf(settings, false, sink.url)
   const currentEnv = settingsOf(settings, true, sink.url)
-  const commit = execFileSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).trim()
   const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()
+  const same = ref === 'current'
+  const commit = same ? 'current' : execFileSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).trim()
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-compare-'))
   try {
-    const older = buildAt(commit, join(dir, commit))
-    const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     const current = join(root, 'dist', 'cli', 'main.js')
+    const older = same ? current : buildAt(commit, join(dir, commit))
+    const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     console.log(`measuring ${head} (and what the working tree has built) against ${commit} …`)
     const cost = await sideBySideCost({ measured: { cli: older, env }, baseline: { cli: current, env: currentEnv }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS })
     const date = new Date().toISOString()

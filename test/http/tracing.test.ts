@@ -5,6 +5,7 @@ import { test, type TestContext } from 'node:test'
 import { generateApiKey } from '../../src/core/api-keys.js'
 import { createTestKey, openTestStore, TEST_ENGINE } from '../helpers/build-app.js'
 import { eventually } from '../helpers/eventually.js'
+import { REDIS_URL, redisAvailable } from '../helpers/redis.js'
 import { csrfTokenOf, formBody } from '../helpers/portal-client.js'
 import { launchServer } from '../helpers/server-process.js'
 
@@ -209,4 +210,32 @@ test('sampled out by the caller, or without an endpoint, nothing is exported', a
   assert.equal(traced.logs.find((entry) => entry.msg === 'request completed')?.traceId, CALLER_TRACE)
   assert.ok(traced.logs.some((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('tracing: spans are exported to')))
   assert.ok(!untraced.logs.some((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('tracing')))
+})
+
+test('a request that waits for the shared rate limit has the Redis reconciliation as a child span', async (t) => {
+  if (!await redisAvailable()) {
+    t.skip('Redis does not answer')
+    return
+  }
+  const receiver = await otlpReceiver(t)
+  const { store, databaseUrl } = await openTestStore(t)
+  const key = await createTestKey(store)
+  // Near its limit a key waits for the shared count: with a limit of 5, every request does.
+  const server = launchServer(t, { DATABASE_URL: databaseUrl, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, RATE_LIMIT_PER_MINUTE: '5', REDIS_URL })
+  const baseUrl = await server.listening
+  await server.waitForLog((entry) => entry.msg === 'rate limits are shared through Redis')
+  for (let request = 0; request < 3; request++) {
+    const response = await fetch(`${baseUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+    assert.equal(response.status, 200)
+    await response.arrayBuffer()
+  }
+  server.child.kill('SIGTERM')
+  assert.equal((await server.exited).code, 0)
+  await eventually(() => {
+    const reads = receiver.spans.filter((span) => span.name === 'GET /v1/pets')
+    assert.equal(reads.length, 3)
+    const reconciliations = receiver.spans.filter((span) => span.name === 'rate limit reconciliation' && reads.some((read) => read.spanId === span.parentSpanId))
+    assert.ok(reconciliations.length > 0, 'a waiting request has its reconciliation as a child')
+    for (const span of reconciliations) assert.equal(span.attributes['db.system.name'], 'redis')
+  }, { timeout: 5000 })
 })

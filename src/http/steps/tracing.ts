@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api'
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api'
 import {
   ATTR_CLIENT_ADDRESS, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_NETWORK_PROTOCOL_VERSION,
   ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_QUERY, ATTR_URL_SCHEME, ATTR_USER_AGENT_ORIGINAL
@@ -24,6 +24,25 @@ function serverOf (host: string | undefined): [string, number | undefined] {
   return [host.slice(0, colon), Number.isInteger(port) ? port : undefined]
 }
 
+/** The request's attributes as the stable HTTP semantic conventions name them; the URL is the access log's, keys redacted. */
+function requestAttributes (exchange: Exchange, addressOf: (request: IncomingMessage) => string): Attributes {
+  const { request } = exchange
+  const url = loggableUrl(exchange.url)
+  const query = url.indexOf('?')
+  const [serverAddress, serverPort] = serverOf(request.headers.host)
+  return {
+    [ATTR_HTTP_REQUEST_METHOD]: exchange.method,
+    [ATTR_URL_PATH]: query === -1 ? url : url.slice(0, query),
+    ...(query !== -1 && { [ATTR_URL_QUERY]: url.slice(query + 1) }),
+    [ATTR_URL_SCHEME]: 'http',
+    [ATTR_SERVER_ADDRESS]: serverAddress,
+    ...(serverPort !== undefined && { [ATTR_SERVER_PORT]: serverPort }),
+    [ATTR_CLIENT_ADDRESS]: addressOf(request),
+    [ATTR_NETWORK_PROTOCOL_VERSION]: request.httpVersion,
+    ...(request.headers['user-agent'] !== undefined && { [ATTR_USER_AGENT_ORIGINAL]: request.headers['user-agent'] })
+  }
+}
+
 /**
  * The request's route as the span's name and `http.route` write it, parameters in braces as the
  * API's OpenAPI document writes them (`/v1/pets/{petId}`); undefined for a request no route matched.
@@ -46,25 +65,10 @@ export function tracing (tracer: Tracer | undefined, routes: ApiRoutes, addressO
     name: 'trace',
     scope: 'every request',
     around: function inRequestSpan (exchange, proceed) {
-      const { request } = exchange
-      const parent = propagation.extract(ROOT_CONTEXT, request.headers, HEADERS)
-      const url = loggableUrl(exchange.url)
-      const query = url.indexOf('?')
-      const [serverAddress, serverPort] = serverOf(request.headers.host)
-      const span = tracer.startSpan(exchange.method, {
-        kind: SpanKind.SERVER,
-        attributes: {
-          [ATTR_HTTP_REQUEST_METHOD]: exchange.method,
-          [ATTR_URL_PATH]: query === -1 ? url : url.slice(0, query),
-          ...(query !== -1 && { [ATTR_URL_QUERY]: url.slice(query + 1) }),
-          [ATTR_URL_SCHEME]: 'http',
-          [ATTR_SERVER_ADDRESS]: serverAddress,
-          ...(serverPort !== undefined && { [ATTR_SERVER_PORT]: serverPort }),
-          [ATTR_CLIENT_ADDRESS]: addressOf(request),
-          [ATTR_NETWORK_PROTOCOL_VERSION]: request.httpVersion,
-          ...(request.headers['user-agent'] !== undefined && { [ATTR_USER_AGENT_ORIGINAL]: request.headers['user-agent'] })
-        }
-      }, parent)
+      const parent = propagation.extract(ROOT_CONTEXT, exchange.request.headers, HEADERS)
+      const span = tracer.startSpan(exchange.method, { kind: SpanKind.SERVER }, parent)
+      // A request the sampler left out is only carried in the context: nothing of it is recorded.
+      if (span.isRecording()) span.setAttributes(requestAttributes(exchange, addressOf))
       exchange.span = span
       context.with(trace.setSpan(parent, span), proceed)
     },
