@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import Database from 'better-sqlite3'
+import { Secret, TOTP } from 'otpauth'
 import pg from 'pg'
 import { generateApiKey, MAX_LIVE_KEYS, newKeyId } from '../src/core/api-keys.js'
 import { MAX_PET_ID } from '../src/core/pets.js'
@@ -132,6 +133,39 @@ async function signedUp (target: Target, email: string, address: string): Promis
   if (answer.status !== 303) throw new Error(`sign-up of ${email} answered ${answer.status}: ${messageOf(answer.body)}`)
   return browser
 }
+
+/** The code an authenticator app holding the secret shows for the TOTP time step. */
+const totpCode = (secret: string, step: number): string =>
+  new TOTP({ secret: Secret.fromBase32(secret), digits: 6, period: 30, algorithm: 'SHA1' }).generate({ timestamp: step * 30_000 + 1000 })
+const totpStepNow = (): number => Math.floor(Date.now() / 30_000)
+
+/**
+ * A fresh account with two-step verification on, confirmed with the previous step's code so the
+ * current and next steps are left to the case; with its secret and recovery codes.
+ */
+async function withTwoStep (target: Target, email: string, address: string): Promise<{ secret: string, recoveryCodes: string[] }> {
+  const browser = await signedUp(target, email, address)
+  await browser.submit('/portal/two-step', '/portal/two-step/setup', {})
+  const setup = await browser.get('/portal/two-step/setup')
+  const secret = (/<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.body)?.[1] ?? '').replaceAll(' ', '')
+  const token = /<input type="hidden" name="_csrf" value="([^"]+)">/.exec(setup.body)?.[1] ?? ''
+  for (let tries = 0; tries < 3; tries++) {
+    const confirmed = await browser.post('/portal/two-step/confirm', { _csrf: token, code: totpCode(secret, totpStepNow() - 1) })
+    const recoveryCodes = [...confirmed.body.matchAll(/<li><code>([a-z2-7]{5}-[a-z2-7]{5})<\/code><\/li>/g)].map((match) => match[1] ?? '')
+    if (confirmed.status === 200) return { secret, recoveryCodes }
+  }
+  throw new Error(`two-step verification of ${email} could not be turned on`)
+}
+
+/** A browser that has passed the password step for the email (it holds the pending log-in), on the given instance. */
+async function pastPassword (baseUrl: string, email: string, address: string): Promise<Browser> {
+  const browser = new Browser(baseUrl, address)
+  const answer = await browser.submit('/portal/login', '/portal/login', { email, password: PASSWORD })
+  if (answer.headers.get('location') !== '/portal/login/code') throw new Error(`the password step of ${email} answered ${answer.status} ${answer.headers.get('location') ?? ''}`)
+  return browser
+}
+
+const codeAnswer = async (browser: Browser, code: string): Promise<Answer> => await browser.submit('/portal/login/code', '/portal/login/code', { code })
 
 function tally (statuses: number[]): string {
   const counts = new Map<number, number>()
@@ -847,6 +881,77 @@ export const CASES: AttackCase[] = [
       const allPages = pages.every((page) => page === '400 page, names the label') ? '400 page, names the label ×3' : pages.join(' | ')
       const observed = `${allPages}; CLI exit ${exits.every((code) => code === 1) ? '1 ×3' : exits.join(',')}; ${await liveKeys(target, email) === 0 ? 'no key' : 'a key was made'}`
       return { observed, ok: observed === '400 page, names the label ×3; CLI exit 1 ×3; no key' }
+    }
+  },
+  // Issue 42, 4. Two-step verification: a stolen password alone must not open an account, nor a code seen once.
+  {
+    item: '42.t.1',
+    name: 'two-step verification: an attacker with the password guesses codes from 20 addresses over both instances, then the owner types the right one',
+    expected: '401×10 429×10, every 429 with Retry-After; the right code then 429 too; no session',
+    run: async (target) => {
+      const email = unique('totp-guess')
+      const next = addresses()
+      const { secret } = await withTwoStep(target, email, next(0))
+      const attacker = await pastPassword(target.baseUrl, email, next(1))
+      const window = [-1, 0, 1, 2].map((delta) => totpCode(secret, totpStepNow() + delta))
+      const statuses: number[] = []
+      let withRetryAfter = 0
+      for (let guess = 0; guess < 20; guess++) {
+        // The pending log-in travels with the attacker, from another address and instance each time.
+        const elsewhere = new Browser(guess % 2 === 0 ? target.baseUrl : target.otherUrl, next(2 + guess))
+        for (const [name, value] of attacker.cookies) elsewhere.cookies.set(name, value)
+        const code = String(100000 + guess * 7919).slice(0, 6)
+        const answer = await codeAnswer(elsewhere, window.includes(code) ? '999999' : code)
+        statuses.push(answer.status)
+        if (answer.status === 429 && Number(answer.headers.get('retry-after')) > 0) withRetryAfter++
+      }
+      const owner = await pastPassword(target.otherUrl, email, next(40))
+      const right = await codeAnswer(owner, totpCode(secret, totpStepNow()))
+      const observed = `${tally(statuses)}${withRetryAfter === statuses.filter((status) => status === 429).length ? ', every 429 with Retry-After' : ', a 429 without Retry-After'}; the right code then ${right.status}${right.status === 429 ? ' too' : ''}; ${owner.cookies.has('portal_session') || attacker.cookies.has('portal_session') ? 'a session' : 'no session'}`
+      return { observed, ok: observed === '401×10 429×10, every 429 with Retry-After; the right code then 429 too; no session' }
+    }
+  },
+  {
+    item: '42.t.2',
+    name: 'two-step verification: a code seen over the owner\'s shoulder, replayed at once on the other instance; then a recovery code used twice',
+    expected: 'owner 303, replay 401; recovery code 303 then 401',
+    run: async (target) => {
+      const email = unique('totp-replay')
+      const next = addresses()
+      const { secret, recoveryCodes } = await withTwoStep(target, email, next(0))
+      const code = totpCode(secret, totpStepNow())
+      const owner = await codeAnswer(await pastPassword(target.baseUrl, email, next(1)), code)
+      const replay = await codeAnswer(await pastPassword(target.otherUrl, email, next(2)), code)
+      const [recovery = ''] = recoveryCodes
+      const first = await codeAnswer(await pastPassword(target.baseUrl, email, next(3)), recovery)
+      const again = await codeAnswer(await pastPassword(target.otherUrl, email, next(4)), recovery)
+      const observed = `owner ${owner.status}, replay ${replay.status}; recovery code ${first.status} then ${again.status}`
+      return { observed, ok: observed === 'owner 303, replay 401; recovery code 303 then 401' }
+    }
+  },
+  {
+    item: '42.t.3',
+    name: 'two-step verification: the pending log-in cookie tampered with, or carried to another browser, with the right code',
+    expected: 'tampered 303 to log-in, other browser 303 to log-in; no session',
+    run: async (target) => {
+      const email = unique('totp-cookie')
+      const next = addresses()
+      const { secret } = await withTwoStep(target, email, next(0))
+      const victim = await pastPassword(target.baseUrl, email, next(1))
+      const pending = victim.cookies.get('portal_second_step') ?? ''
+      const tamperedBrowser = await pastPassword(target.baseUrl, email, next(2))
+      tamperedBrowser.cookies.set('portal_second_step', pending.slice(0, 20) + (pending[20] === 'A' ? 'B' : 'A') + pending.slice(21))
+      // Posted with the browser's own valid form token (from the log-in page): only the pending log-in is at fault.
+      const posted = async (browser: Browser): Promise<Answer> =>
+        await browser.post('/portal/login/code', { _csrf: await browser.token('/portal/login'), code: totpCode(secret, totpStepNow()) })
+      const tampered = await posted(tamperedBrowser)
+      const thief = new Browser(target.otherUrl, next(3))
+      await thief.get('/portal/login')
+      thief.cookies.set('portal_second_step', pending)
+      const carried = await posted(thief)
+      const where = (answer: Answer): string => `${answer.status}${(answer.headers.get('location') ?? '').startsWith('/portal/login?') ? ' to log-in' : ` ${answer.headers.get('location') ?? ''}`}`
+      const observed = `tampered ${where(tampered)}, other browser ${where(carried)}; ${tamperedBrowser.cookies.has('portal_session') || thief.cookies.has('portal_session') ? 'a session' : 'no session'}`
+      return { observed, ok: observed === 'tampered 303 to log-in, other browser 303 to log-in; no session' }
     }
   }
 ]

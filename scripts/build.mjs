@@ -16,8 +16,9 @@ await build({
   format: 'esm',
   sourcemap: true,
   // Loaded from node_modules when used: a native addon, the clients of optional services
-  // (loaded only when configured), and a plugin that serves files from its own folder.
-  external: ['better-sqlite3', 'pg', 'ioredis', '@fastify/swagger-ui'],
+  // (loaded only when configured), the pretty printer of logs read at a terminal, and a plugin
+  // that serves files from its own folder.
+  external: ['better-sqlite3', 'pg', 'ioredis', '@fastify/swagger-ui', 'pino-pretty'],
   // Bundled CommonJS dependencies call require(), which an ES module does not have.
   banner: { js: "import { createRequire as createRequireOfBundle } from 'node:module'; const require = createRequireOfBundle(import.meta.url);" },
   // Without comments the bundle is all ASCII: V8 holds a source with any other character at two bytes

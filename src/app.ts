@@ -9,12 +9,20 @@ import { BatchedLogDestination } from './services/log-destination.js'
 export { appServices, loggerOptions, serverOf, type BuildAppOptions }
 export type { AppServices } from './app/services.js'
 
+/** Whether lines are pretty-printed: LOG_FORMAT says so, or, left at `auto`, standard output is a terminal. */
+export const writesPrettyLogs = (config: Readonly<Config>): boolean =>
+  config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY)
+
 /**
- * The service's logger: JSON lines on stdout, written in batches on the event loop without waiting
- * for the reader (services/log-destination.ts). What is still gathered is written out at exit.
+ * The service's logger. For a pipe or a file: JSON lines on stdout, written in batches on the event
+ * loop without waiting for the reader (services/log-destination.ts); what is still gathered is
+ * written out at exit. For a person (services/pretty-logs.ts): one readable line each, through
+ * pino-pretty, which is loaded only then.
  */
-export function serviceLogger (config: Readonly<Config>): Logger {
-  return pino(loggerOptions(config), new BatchedLogDestination())
+export async function serviceLogger (config: Readonly<Config>): Promise<Logger> {
+  if (!writesPrettyLogs(config)) return pino(loggerOptions(config), new BatchedLogDestination())
+  const { prettyDestination } = await import('./services/pretty-logs.js')
+  return pino(loggerOptions(config), await prettyDestination())
 }
 
 /**

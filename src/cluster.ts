@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster'
 import type { Logger } from 'pino'
 import { serviceLogger } from './app.js'
 import { explainFailure } from './cli/explain-failure.js'
+import { answerClusterMetrics } from './services/cluster-metrics.js'
 import type { Config } from './config.js'
 import { openStore } from './storage/open-store.js'
 
@@ -25,7 +26,7 @@ type Phase = 'migrating' | 'serving' | 'stopping' | 'stopped'
  * no requests itself.
  */
 export async function runPrimary (config: Readonly<Config>): Promise<void> {
-  const primary = new Primary(config, serviceLogger(config))
+  const primary = new Primary(config, await serviceLogger(config))
   await primary.run()
 }
 
@@ -37,6 +38,8 @@ class Primary {
   private readonly workers = new Set<Worker>()
   private readonly deaths: number[] = []
   private deadline: NodeJS.Timeout | undefined
+  /** Stops summing the workers' metrics for a scraped worker; set while /metrics is served. */
+  private stopClusterMetrics: (() => void) | undefined
   private resolveStopped: () => void = () => {}
   private readonly stopped = new Promise<void>((resolve) => { this.resolveStopped = resolve })
   // Repeats are ignored: Ctrl-C in a terminal reaches the workers and the primary alike, and a
@@ -91,6 +94,7 @@ class Primary {
     })
     cluster.on('listening', () => { this.listened = true })
     cluster.on('exit', (worker, code, signal) => { this.onExit(worker, code, signal) })
+    if (this.config.metricsEnabled && this.config.metricsToken !== undefined) this.stopClusterMetrics = answerClusterMetrics()
     this.logger.info({ workers: this.config.webConcurrency }, 'starting workers')
     for (let i = 0; i < this.config.webConcurrency; i++) this.fork()
     this.phase = 'serving'
@@ -142,6 +146,7 @@ class Primary {
   private finish (): void {
     this.phase = 'stopped'
     clearTimeout(this.deadline)
+    this.stopClusterMetrics?.()
     process.removeListener('SIGTERM', this.onSignal)
     process.removeListener('SIGINT', this.onSignal)
     process.exitCode = this.failed ? 1 : 0

@@ -7,6 +7,7 @@ export type StorageLocation =
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = typeof LOG_LEVELS[number]
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const
 
 export const DEFAULT_SQLITE_PATH = './data/animal-store.sqlite'
 
@@ -86,6 +87,11 @@ export const ConfigSchema = Type.Object({
   publicBaseUrl: optionalString({ env: 'PUBLIC_BASE_URL', accepts: 'absolute http(s) URL ending in `/v1`', defaultText: 'unset (`/v1`, relative)', description: 'production server in the OpenAPI document and base of `Link` headers' }),
   stagingBaseUrl: optionalString({ env: 'STAGING_BASE_URL', accepts: 'absolute http(s) URL ending in `/v1`', description: 'staging server in the OpenAPI document' }),
   logLevel: Type.Enum(LOG_LEVELS, { env: 'LOG_LEVEL', default: 'info', description: 'log verbosity' }),
+  logFormat: Type.Enum(LOG_FORMATS, {
+    env: 'LOG_FORMAT',
+    default: 'auto',
+    description: 'how log lines are written: `pretty`, one readable line each; `json`, one JSON object each; `auto`, pretty on a terminal and JSON on a pipe or a file'
+  }),
   rateLimitPerMinute: integer(0, 1_000_000_000, 0, { env: 'RATE_LIMIT_PER_MINUTE', defaultText: '`0` (off)', description: 'requests per API key per minute; over it: 429 `rate_limited`' }),
   redisUrl: optionalString({
     env: 'REDIS_URL',

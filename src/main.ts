@@ -22,7 +22,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   if (config.webConcurrency > 1 && cluster.isPrimary) return await runPrimary(config)
   // First, before start-up's garbage collections: see the module.
   keepTickObjectShapes()
-  const logger = withWorkerId(serviceLogger(config))
+  const logger = withWorkerId(await serviceLogger(config))
   let store: Store | undefined
   let app: FastifyInstance | undefined
   let tracing: Tracing | undefined

@@ -27,13 +27,14 @@ export async function apiRoutes (config: Readonly<Config>, services: PetOperatio
 }
 
 /** The framework's routes, everything outside /v1: the reference page, the probes, the metrics and the developer portal. */
-export async function registerFrameworkRoutes (app: FastifyInstance, { config, store, metrics, document, log }: AppServices): Promise<void> {
+export async function registerFrameworkRoutes (app: FastifyInstance, { config, store, metrics, readiness, document, log }: AppServices): Promise<void> {
   // The reference page's plugin reads the document through @fastify/swagger: the same one, given as it is.
   await app.register(swagger, { mode: 'static', specification: { document } as StaticDocumentSpec })
   await app.register(docsRoutes)
   await app.register(rootRoutes)
-  await app.register(healthRoutes, { store })
+  await app.register(healthRoutes, { store, readiness })
   if (config.metricsEnabled && config.metricsToken !== undefined) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
-  else if (config.metricsEnabled) log.info('GET /metrics is not served: set METRICS_TOKEN to let scrapers that send it read the metrics')
+  // Debug, not info: most first runs need no metrics, and the start-up stays one line.
+  else if (config.metricsEnabled) log.debug('GET /metrics is off: set METRICS_TOKEN to a secret of 16 or more characters to serve it to scrapers that send that token')
   await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
 }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import type { ApiRoutes } from '../http/api-routes.js'
 import { MAX_PATH_SEGMENT_LENGTH, notFoundError, registerErrorHandler, registerNotFoundHandler, sendError, toApiError } from '../http/errors.js'
-import { handedOver } from '../http/exchange.js'
+import { bodyLeftUnread, handedOver } from '../http/exchange.js'
 import { MAX_BODY_BYTES } from '../http/json-body.js'
 import { parserRefusals } from '../http/parser-refusals.js'
 import { requestListener, runLifecycle, type Step } from '../http/pipeline.js'
@@ -81,6 +81,13 @@ function answerAsTheRoutesDo (app: FastifyInstance, routes: ApiRoutes): void {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', function leaveBodyUnread (_request, _payload, done) { done(null, undefined) })
   registerErrorHandler(app)
+  // As the pipeline's own answers: one written before the request's body was read whole closes the
+  // connection, which Node would otherwise keep by reading and discarding all of that body. The
+  // portal's forms are read before their answer, and keep their connection.
+  app.addHook('onSend', function closeIfBodyUnread (request, reply, payload, done) {
+    if (bodyLeftUnread(request.raw)) void reply.header('connection', 'close')
+    done(null, payload)
+  })
   // An unknown path is answered before anything reads or judges its body, as under /v1; a known one
   // tells the request's exchange which route matched (its metrics' label).
   app.addHook('onRequest', function matchRoute (request, _reply, done) {

@@ -12,6 +12,7 @@ import { KeyVerifier } from '../services/key-verifier.js'
 import { Metrics } from '../services/metrics.js'
 import { PetCatalog } from '../services/pet-catalog.js'
 import { RateLimiter } from '../services/rate-limiter.js'
+import { Readiness } from '../services/readiness.js'
 import { UsageRecorder } from '../services/usage-recorder.js'
 import { instrumentStore } from '../storage/instrumented-store.js'
 import type { Store } from '../storage/store.js'
@@ -40,6 +41,8 @@ export interface AppServices {
   store: Store
   log: Logger
   metrics: Metrics
+  /** The dependencies /readyz names beside the database. */
+  readiness: Readiness
   /** The API's OpenAPI document, as the reference page serves it. */
   document: unknown
   /** What pipeline() builds the steps from; its framework is attached when the server is built (app/server.ts). */
@@ -103,6 +106,8 @@ export async function appServices ({ config, store: rawStore, logger }: BuildApp
   await verifier.start()
   const limiter = await rateLimiterOf(config, log)
   if (limiter !== undefined) metrics.rateLimitShared = () => limiter.shared
+  const readiness = new Readiness()
+  if (limiter?.redisUp !== undefined) readiness.report('redis', () => ({ state: limiter.redisUp === true ? 'up' : 'down', for: 'rate limits' }))
 
   const cursorSecret = await store.setting('cursor_secret', () => randomBytes(32).toString('base64url'))
   const catalog = new PetCatalog(store.pets)
@@ -119,5 +124,5 @@ export async function appServices ({ config, store: rawStore, logger }: BuildApp
   }
   const framework = new FrameworkHandler()
   const pipelineDeps = { config, verifier, audit, usage, limiter, metrics: config.metricsEnabled ? metrics : undefined, routes, log, framework }
-  return { config, store, log, metrics, document, pipelineDeps, close }
+  return { config, store, log, metrics, readiness, document, pipelineDeps, close }
 }

@@ -3,7 +3,7 @@ import { closestMatch } from 'leven'
 import { ConfigError, loadConfig, type Config } from '../config.js'
 import { AccountsError } from '../services/accounts.js'
 import { DuplicateEmailError } from '../storage/store.js'
-import { accountsCreate, accountsSetPassword } from './commands/accounts.js'
+import { accountsCreate, accountsReset2fa, accountsSetPassword } from './commands/accounts.js'
 import { audit } from './commands/audit.js'
 import { backup } from './commands/backup.js'
 import { configCommand } from './commands/config.js'
@@ -20,6 +20,7 @@ const COMMANDS: Record<string, Command> = {
   config: configCommand,
   'accounts create': accountsCreate,
   'accounts set-password': accountsSetPassword,
+  'accounts reset-2fa': accountsReset2fa,
   'keys create': keysCreate,
   'keys list': keysList,
   'keys revoke': keysRevoke,

@@ -4,9 +4,9 @@ export const MAX_LABEL_LENGTH = 100
 export const MAX_NAME_LENGTH = 200
 
 /** The texts a person gives the portal or the CLI, by the name a refusal gives them. */
-export type TextField = 'email' | 'name' | 'label' | 'password' | 'scopes' | 'duration' | 'expiry'
+export type TextField = 'email' | 'name' | 'label' | 'password' | 'scopes' | 'duration' | 'expiry' | 'code'
 
-const FIELD_NAMES: Readonly<Record<TextField, string>> = { email: 'email address', name: 'name', label: 'label', password: 'password', scopes: 'scopes', duration: 'duration', expiry: 'expiry' }
+const FIELD_NAMES: Readonly<Record<TextField, string>> = { email: 'email address', name: 'name', label: 'label', password: 'password', scopes: 'scopes', duration: 'duration', expiry: 'expiry', code: 'code' }
 
 /**
  * What no text may hold, as the inside of a regular-expression character class. C0 controls, DEL
@@ -41,7 +41,7 @@ const ANY_REFUSED = new RegExp(`[${CONTROL_CHARACTERS}${BIDI_REORDERING}${BIDI_M
  * so it refuses controls only.
  */
 const BIDI_REFUSED: Readonly<Record<TextField, RegExp | undefined>> = {
-  email: BIDI_CONTROL, label: BIDI_CONTROL, scopes: BIDI_CONTROL, duration: BIDI_CONTROL, expiry: BIDI_CONTROL, name: BIDI_OVERRIDE, password: undefined
+  email: BIDI_CONTROL, label: BIDI_CONTROL, scopes: BIDI_CONTROL, duration: BIDI_CONTROL, expiry: BIDI_CONTROL, code: BIDI_CONTROL, name: BIDI_OVERRIDE, password: undefined
 }
 
 function codeOf (character: string): string {

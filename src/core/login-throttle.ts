@@ -14,6 +14,10 @@ import { isIPv4, isIPv6 } from 'node:net'
  *   only and progressively: from the `freeFailures`th attempt on, each attempt locks it for
  *   `firstLockMs`, doubling up to `maxLockMs`; the count is forgotten after `forgetAfterMs` quiet.
  *
+ * A code of two-step verification, asked for once the password is right (or to turn it off), is
+ * counted against the client address and the account: at most `maxCodesPerAccount` in a window,
+ * from wherever they come, so guessing six digits stays hopeless.
+ *
  * An attacker guessing at someone's email can so lock out only browsers that person has never
  * logged in with; a browser they have used keeps working. Emails are counted whether or not an
  * account has them, so the throttle says nothing about which emails exist.
@@ -24,6 +28,7 @@ export const LOGIN_THROTTLE = Object.freeze({
   maxPerDevice: 10,
   /** Sign-ups count here too: each costs a password hash. */
   maxPerAddress: 50,
+  maxCodesPerAccount: 10,
   freeFailures: 10,
   firstLockMs: 30_000,
   maxLockMs: 15 * 60_000,
@@ -44,6 +49,11 @@ export function addressSubject (ip: string): string {
 /** One email tried from one network: what a single guesser without a device cookie is held to. */
 export function pairSubject (email: string, ip: string): string {
   return `pair:${digest(`${email}\n${addressBucket(ip)}`)}`
+}
+
+/** The codes of two-step verification tried for one account. */
+export function codeSubject (accountId: number): string {
+  return `code:${digest(String(accountId))}`
 }
 
 /** One browser that holds a device cookie, by the cookie's nonce. */
@@ -104,7 +114,7 @@ export interface AttemptCount {
 }
 
 /** Which limit refused an attempt: the words the portal's message uses. */
-export type ThrottledBy = 'address' | 'pair' | 'device' | 'account'
+export type ThrottledBy = 'address' | 'pair' | 'device' | 'account' | 'code'
 
 export type ThrottleVerdict = { allowed: true } | { allowed: false, by: ThrottledBy, retryAfterSeconds: number }
 

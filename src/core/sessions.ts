@@ -32,6 +32,23 @@ export function isSessionLive (session: { expiresAt: Date }, now: Date): boolean
   return now.getTime() < session.expiresAt.getTime()
 }
 
+/**
+ * What a request at now writes to its session (a later expiry, the time it was last seen), or
+ * undefined when the stored record is recent enough to keep: at most one write a minute per session.
+ */
+export function sessionTouch (session: { createdAt: Date, expiresAt: Date, lastSeenAt: Date | null }, now: Date): { expiresAt: Date, lastSeenAt: Date } | undefined {
+  const expiresAt = extendedExpiry(session, now)
+  const seenLongAgo = session.lastSeenAt === null || now.getTime() - session.lastSeenAt.getTime() >= EXTEND_STEP_MS
+  return expiresAt === undefined && !seenLongAgo ? undefined : { expiresAt: expiresAt ?? session.expiresAt, lastSeenAt: now }
+}
+
+/** How the sessions page names a session in its forms: a digest of the token's digest, which opens nothing. */
+export function sessionHandle (tokenHash: string): string {
+  return createHash('sha256').update(`session handle\0${tokenHash}`).digest('hex').slice(0, 32)
+}
+
+export const isWellFormedSessionHandle = (text: string): boolean => /^[0-9a-f]{32}$/.test(text)
+
 /** The new expiry after a request at now, or undefined when the stored one is recent enough to keep. */
 export function extendedExpiry (session: { createdAt: Date, expiresAt: Date }, now: Date): Date | undefined {
   const next = sessionExpiry(session.createdAt, now)

@@ -116,22 +116,6 @@ export function bodyLeftUnread (request: IncomingMessage): boolean {
   return !request.complete && announcesBody(request.headers)
 }
 
-/**
- * Makes the answer the framework writes say Connection: close when its head is written before the
- * request's body was read whole. Nobody reads that body once the answer is out; kept alive, the
- * connection would make Node read and discard all of it (a gigabyte announced, a gigabyte read).
- * With Connection: close, Node closes the connection once the answer is written. The framework reads
- * the portal's forms before it answers, so those keep their connection. The pipeline calls this only
- * for a request that announced a body: one without costs nothing.
- */
-export function closeIfAnsweredUnread (request: IncomingMessage, response: ServerResponse): void {
-  const writeHead = response.writeHead
-  response.writeHead = function writeHeadClosingIfUnread (this: ServerResponse, ...args: unknown[]) {
-    if (!request.complete) this.setHeader('connection', 'close')
-    return Reflect.apply(writeHead, this, args) as ServerResponse
-  } as ServerResponse['writeHead']
-}
-
 /** The one error shape of the API: exactly {code, message, status}. */
 export function errorAnswer (error: ApiError): Answer {
   const body = JSON.stringify(error.toBody())

@@ -11,7 +11,7 @@ import { activeTracer } from '../services/tracing.js'
 import type { UsageRecorder } from '../services/usage-recorder.js'
 import { clientAddressOf } from './client-address.js'
 import { failureToApiError } from './errors.js'
-import { announcesBody, bodyLeftUnread, closeIfAnsweredUnread, errorAnswer, Exchange, type Answer, type HandedOver } from './exchange.js'
+import { bodyLeftUnread, errorAnswer, Exchange, type Answer, type HandedOver } from './exchange.js'
 import type { ApiRoutes } from './api-routes.js'
 import { accessLog } from './steps/access-log.js'
 import { authentication } from './steps/authentication.js'
@@ -105,7 +105,7 @@ export function pipeline (deps: PipelineDeps): Step[] {
     // Counts each request in flight from its arrival; times and counts it once it is over.
     metricsStep(deps.metrics, deps.routes),
     drainRefusal(),
-    loadShedding(deps.config.loadShedEventLoopDelayMs, deps.log),
+    loadShedding(deps.config.loadShedEventLoopDelayMs, deps.log, deps.metrics),
     cors(deps.config.corsOrigins),
     authentication(deps.verifier, deps.audit, addressOf),
     rateLimit(deps.limiter),
@@ -160,9 +160,8 @@ function failed (exchange: Exchange, error: unknown): Answer {
 function handOver (exchange: Exchange, outcome: HandedOver, done: () => void): void {
   const { request, response, fields } = exchange
   for (let index = 0; index < fields.length; index += 2) response.appendHeader(fields[index] as string, fields[index + 1] as string)
-  // The framework may read the body (a portal form) before it answers: whether it did is known when it writes.
+  // Whether the framework read the body (a portal form) before it answers is known when it writes: its onSend hook (app/server.ts).
   if (exchange.closesConnection) response.setHeader('connection', 'close')
-  else if (announcesBody(request.headers)) closeIfAnsweredUnread(request, response)
   finished(response, (error) => {
     exchange.statusCode = response.statusCode
     // Closed before the answer was written whole: the client went away.
@@ -231,8 +230,9 @@ export function requestListener (steps: readonly Step[], log: Logger): (request:
 
   /**
    * Writes the answer. Whoever gives it, an answer written before the request's body was read whole
-   * says Connection: close, and Node closes the connection once it is written instead of reading
-   * the rest of a body nobody reads. A request without a body costs two header look-ups.
+   * says Connection: close (the framework's, by its onSend hook), and Node closes the connection once
+   * it is written instead of reading the rest of a body nobody reads. A request without a body costs
+   * two header look-ups.
    */
   function answer (exchange: Exchange, phases: Phases, outcome: Answer | HandedOver): void {
     for (const addFields of phases.answer) addFields(exchange)

@@ -22,6 +22,8 @@ export type Busy = { outcome: 'busy', reason: BusyReason, retryAfterSeconds: num
 export type LogInResult =
   /** `deviceCookie`: a fresh device cookie for the browser, bound to the email. */
   | { outcome: 'ok', accountId: number, deviceCookie: string }
+  /** The password is right and the account has two-step verification on: a code must follow (src/portal/two-step.ts). */
+  | { outcome: 'second_step', accountId: number, deviceCookie: string }
   /** Unknown email, account without a password, or wrong password: deliberately one outcome. */
   | { outcome: 'refused' }
   | Throttled
@@ -40,7 +42,7 @@ export interface LogInInput {
 export interface DeviceCookieSecret { secret: string }
 
 /** Runs the work as the address's one password check, or answers that there is no place for it. */
-async function admitted<T> (hasher: PasswordHasher, client: PasswordClient, work: (passwords: PasswordWork) => Promise<T>): Promise<T | Busy> {
+export async function admitted<T> (hasher: PasswordHasher, client: PasswordClient, work: (passwords: PasswordWork) => Promise<T>): Promise<T | Busy> {
   try {
     return await hasher.forClient(client, work)
   } catch (error) {
@@ -100,10 +102,13 @@ export async function logIn (store: Store, hasher: PasswordHasher, devices: Devi
     await store.loginAttempts.forgive(address)
     await store.loginAttempts.deleteStaleBefore(new Date(now.getTime() - LOGIN_THROTTLE.forgetAfterMs))
     if (needsRehash(credentials.passwordHash)) await store.accounts.setPasswordHash(credentials.accountId, await passwords.hash(input.password))
+    const deviceCookie = newDeviceCookie(devices.secret, input.email, now)
+    // The log-in is recorded once its code is accepted.
+    if ((await store.twoStep.find(credentials.accountId))?.enabledAt != null) return { outcome: 'second_step', accountId: credentials.accountId, deviceCookie }
     await appendAuditEvent(store.audit, 'login_succeeded', context, {
       accountId: credentials.accountId, detail: device === undefined ? 'from a browser not seen before' : 'from a browser that logged in before'
     })
-    return { outcome: 'ok', accountId: credentials.accountId, deviceCookie: newDeviceCookie(devices.secret, input.email, now) }
+    return { outcome: 'ok', accountId: credentials.accountId, deviceCookie }
   })
 }
 

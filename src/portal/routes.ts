@@ -8,6 +8,10 @@ import { StoreUnavailableError, type Store } from '../storage/store.js'
 import { PresessionCsrf } from './csrf.js'
 import { NewKeyCookie } from './new-key-cookie.js'
 import { PasswordHasher } from './password.js'
+import { SecondStepCookie } from './second-step-cookie.js'
+import { logInCodeRoutes } from './routes/log-in-code.js'
+import { sessionRoutes } from './routes/sessions.js'
+import { twoStepRoutes } from './routes/two-step.js'
 import { assetRoutes } from './routes/assets.js'
 import { sendErrorPage, sendPage, type PortalContext } from './routes/context.js'
 import { keyRoutes } from './routes/keys.js'
@@ -114,7 +118,8 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
 
   await app.register(assetRoutes)
   await app.register(signUpAndLogInRoutes, ctx)
-  await app.register(signedInScope(ctx, [logOutRoute, keyRoutes, usageAndEventRoutes]))
+  await app.register(logInCodeRoutes, ctx)
+  await app.register(signedInScope(ctx, [logOutRoute, keyRoutes, usageAndEventRoutes, twoStepRoutes, sessionRoutes]))
 }
 
 /** Cookies, and form bodies as browsers send them: the API's JSON parser is inherited, and anything else is refused with 415. */
@@ -145,6 +150,8 @@ async function portalContext (store: Store, publicBaseUrl: string | undefined): 
     presession: new PresessionCsrf(await secret('portal_csrf_secret'), policy),
     devices: { secret: await secret('portal_device_secret') },
     newKeys: new NewKeyCookie(await secret('portal_new_key_secret'), policy),
+    secondStep: new SecondStepCookie(await secret('portal_second_step_secret'), policy),
+    totp: { secret: await secret('portal_totp_sealing_secret') },
     hasher: new PasswordHasher(),
     assets: loadAssets().urls
   }

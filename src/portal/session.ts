@@ -3,19 +3,21 @@ import type { CookieSerializeOptions } from '@fastify/cookie'
 import { newCsrfToken } from '../core/csrf.js'
 import { DEVICE_COOKIE_MAX_AGE_MS } from '../core/device-cookies.js'
 import {
-  extendedExpiry,
   hashSessionToken,
   isSessionLive,
   isWellFormedSessionToken,
   newSessionToken,
-  sessionExpiry
+  sessionExpiry,
+  sessionTouch
 } from '../core/sessions.js'
+import { withoutControlCharacters } from '../core/accounts.js'
 import type { AccountRow, Store } from '../storage/store.js'
 
 export const SESSION_COOKIE = 'portal_session'
 /** Marks a browser that has logged in to an account before (src/core/device-cookies.ts). */
 export const DEVICE_COOKIE = 'portal_device'
 export const COOKIE_PATH = '/portal'
+const MAX_USER_AGENT = 512
 
 export interface PortalSession {
   tokenHash: string
@@ -70,8 +72,8 @@ export class Sessions {
     }
     const account = await this.store.accounts.findById(row.accountId)
     if (account === undefined) return undefined
-    const expiresAt = extendedExpiry(row, now)
-    if (expiresAt !== undefined) await this.store.sessions.extend(tokenHash, expiresAt)
+    const touch = sessionTouch(row, now)
+    if (touch !== undefined) await this.store.sessions.extend(tokenHash, touch.expiresAt, touch.lastSeenAt)
     return { tokenHash, account, csrfToken: row.csrfToken }
   }
 
@@ -82,7 +84,17 @@ export class Sessions {
     if (previous !== undefined && isWellFormedSessionToken(previous)) await this.store.sessions.delete(hashSessionToken(previous))
     const token = newSessionToken()
     const now = new Date()
-    await this.store.sessions.create({ tokenHash: hashSessionToken(token), accountId, csrfToken: newCsrfToken(), createdAt: now, expiresAt: sessionExpiry(now, now) })
+    const userAgent = request.headers['user-agent']
+    await this.store.sessions.create({
+      tokenHash: hashSessionToken(token),
+      accountId,
+      csrfToken: newCsrfToken(),
+      createdAt: now,
+      expiresAt: sessionExpiry(now, now),
+      clientAddress: request.ip,
+      // Kept to name the browser on the sessions page: never more than that needs.
+      userAgent: userAgent === undefined ? null : withoutControlCharacters(userAgent).slice(0, MAX_USER_AGENT)
+    })
     reply.setCookie(SESSION_COOKIE, token, cookieOptions(request, this.policy))
     // Log-ins are rare; they clean up after sessions that simply ran out.
     await this.store.sessions.deleteExpired(now)

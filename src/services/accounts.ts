@@ -204,6 +204,17 @@ export async function setAccountPassword (store: Store, input: { email: string, 
   return { account, endedSessions: await store.sessions.deleteByAccount(account.id) }
 }
 
+/**
+ * Removes the account's two-step verification (its TOTP secret and recovery codes), for a
+ * developer who lost their authenticator; false when it was not set up. Audited as turned off.
+ */
+export async function resetTwoStep (store: Store, email: string, context: AuditContext = OPERATOR): Promise<{ account: AccountRow, removed: boolean }> {
+  const account = await accountOrFail(store, email)
+  const removed = await store.twoStep.remove(account.id)
+  if (removed) await appendAuditEvent(store.audit, 'two_step_disabled', context, { accountId: account.id, detail: 'removed by an operator' })
+  return { account, removed }
+}
+
 export async function listApiKeys (store: Store, email: string): Promise<ApiKeyRow[]> {
   const account = await accountOrFail(store, email)
   return store.apiKeys.listByAccount(account.id)

@@ -55,6 +55,19 @@ export class Metrics {
     }
   })
 
+  /** Requests shed with 503 while the event loop lagged (http/steps/load-shedding.ts). */
+  shedRequests = 0
+
+  readonly shedRequestsTotal = new Counter({
+    name: 'http_requests_shed_total',
+    help: 'Requests shed with 503 because the event loop lagged past LOAD_SHED_EVENT_LOOP_DELAY_MS; http_requests_total counts them too, as 503.',
+    registers: [this.registry],
+    collect: () => {
+      this.shedRequestsTotal.reset()
+      this.shedRequestsTotal.inc(this.shedRequests)
+    }
+  })
+
   /** Verifications of well-formed API keys answered by the verified-key cache, and by the database. */
   keyCacheHits = 0
   keyCacheMisses = 0

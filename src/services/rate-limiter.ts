@@ -70,6 +70,15 @@ export class RateLimiter {
     if (redis !== undefined) this.timer = setInterval(() => { void this.reconcile() }, RECONCILE_INTERVAL_MS).unref()
   }
 
+  /**
+   * Whether Redis is reachable, for /readyz: connected, and the last reconciliation succeeded; a
+   * connection lost while no key is used shows here before any reconciliation fails. Undefined
+   * without Redis.
+   */
+  get redisUp (): boolean | undefined {
+    return this.redis === undefined ? undefined : this.shared && this.redis.status === 'ready'
+  }
+
   /** The RateLimit-Policy field (IETF httpapi ratelimit-headers draft). */
   get policy (): string {
     return this.policyHeader

@@ -46,6 +46,7 @@ export function instrumentStore (store: Store, observe: Observe): Store {
     apiKeys: timed('apiKeys', 'api_keys', system, store.apiKeys, observe),
     idempotency: timed('idempotency', 'idempotency_keys', system, store.idempotency, observe),
     sessions: timed('sessions', 'sessions', system, store.sessions, observe),
+    twoStep: timed('twoStep', 'two_step', system, store.twoStep, observe),
     loginAttempts: timed('loginAttempts', 'login_attempts', system, store.loginAttempts, observe)
   }
 }

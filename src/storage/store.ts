@@ -198,7 +198,8 @@ export interface KeyUsageRepository {
 
 export const AUDIT_EVENTS = [
   'account_created', 'password_set', 'login_succeeded', 'login_failed',
-  'key_created', 'key_rolled', 'key_revoked', 'key_expired', 'scope_denied'
+  'key_created', 'key_rolled', 'key_revoked', 'key_expired', 'scope_denied',
+  'two_step_enabled', 'two_step_disabled', 'sessions_ended'
 ] as const
 export type AuditEventType = typeof AUDIT_EVENTS[number]
 export type AuditActor = 'cli' | 'portal' | 'api'
@@ -236,21 +237,71 @@ export interface SessionRow {
   csrfToken: string
   createdAt: Date
   expiresAt: Date
+  /** The last request that moved the session's record (at most once a minute); null for a session started before it was kept. */
+  lastSeenAt: Date | null
+  /** The client address and User-Agent of the log-in that started it. */
+  clientAddress: string | null
+  userAgent: string | null
+}
+
+/** A session among its account's others, by the digest of its token. */
+export interface AccountSessionRow extends SessionRow { tokenHash: string }
+
+export interface NewSession {
+  tokenHash: string
+  accountId: number
+  csrfToken: string
+  createdAt: Date
+  expiresAt: Date
+  clientAddress?: string | null | undefined
+  userAgent?: string | null | undefined
 }
 
 /** Portal log-in sessions, kept by the SHA-256 digest of their cookie token, never the token. */
 export interface SessionRepository {
-  create (session: { tokenHash: string, accountId: number, csrfToken: string, createdAt: Date, expiresAt: Date }): Promise<void>
+  create (session: NewSession): Promise<void>
   /** The session with that token digest, expired or not; undefined when none (never created, or deleted). */
   findByTokenHash (tokenHash: string): Promise<SessionRow | undefined>
-  /** Moves the expiry of a session. */
-  extend (tokenHash: string, expiresAt: Date): Promise<void>
+  /** The account's sessions that have not expired at `now`, most recently started first. */
+  listByAccount (accountId: number, now: Date): Promise<AccountSessionRow[]>
+  /** Moves the expiry of a session and records when it was last seen. */
+  extend (tokenHash: string, expiresAt: Date, lastSeenAt: Date): Promise<void>
   /** Ends one session (log-out); ending one that does not exist is not an error. */
   delete (tokenHash: string): Promise<void>
   /** Ends every session of the account (its password changed); returns how many. */
   deleteByAccount (accountId: number): Promise<number>
   /** Deletes sessions whose expiry is at or before the date; returns how many. */
   deleteExpired (now: Date): Promise<number>
+}
+
+/** An account's two-step verification: its sealed TOTP secret, on once `enabledAt` is set. */
+export interface TwoStepRow {
+  accountId: number
+  secretSealed: string
+  /** Null while a setup waits for its first code. */
+  enabledAt: Date | null
+  /** The last TOTP time step a code was accepted for. */
+  lastStep: number
+}
+
+/** TOTP secrets and recovery codes (stored as SHA-256 digests only). */
+export interface TwoStepRepository {
+  find (accountId: number): Promise<TwoStepRow | undefined>
+  /** Starts (or restarts) a setup with a new sealed secret; false when two-step verification is already on. */
+  startSetup (accountId: number, secretSealed: string): Promise<boolean>
+  /**
+   * Turns the pending setup on, accepting `step` as its first code, and replaces the account's
+   * recovery codes with these digests, in one transaction; false when no setup with that secret waits.
+   */
+  enable (accountId: number, secretSealed: string, step: number, at: Date, recoveryCodeHashes: readonly string[]): Promise<boolean>
+  /** Accepts a code of this time step unless one of this step or a later one was accepted before (atomic across instances). */
+  useStep (accountId: number, step: number): Promise<boolean>
+  /** The digests of the account's recovery codes not used yet. */
+  unusedRecoveryCodes (accountId: number): Promise<string[]>
+  /** Marks the recovery code used; false when it was already used (or is not the account's). */
+  useRecoveryCode (accountId: number, codeHash: string, at: Date): Promise<boolean>
+  /** Removes the secret and the recovery codes; false when there was nothing to remove. */
+  remove (accountId: number): Promise<boolean>
 }
 
 export interface LoginAttemptCount {
@@ -367,6 +418,7 @@ export interface Store {
   readonly audit: AuditRepository
   readonly idempotency: IdempotencyRepository
   readonly sessions: SessionRepository
+  readonly twoStep: TwoStepRepository
   readonly loginAttempts: LoginAttemptRepository
   /** The named setting, created with the given value if it does not exist yet; all instances see the same value. */
   setting (name: string, createValue: () => string): Promise<string>

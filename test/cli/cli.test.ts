@@ -72,6 +72,7 @@ describe('animal-store CLI', () => {
       ['keys', 'usage', '--help'],
       ['audit', '--help'],
       ['accounts', 'set-password', '--help'],
+      ['accounts', 'reset-2fa', '--help'],
       ['config', '--help'],
       ['seed', '--help'],
       ['backup', '--help']

@@ -215,7 +215,7 @@ describe('developer portal: sign-up and log-in', () => {
     const browser = new PortalClient(app)
     await browser.signUp('carol@example.com', PASSWORD)
     const tokenHash = hashSessionToken(browser.cookies.get('portal_session') ?? '')
-    await store.sessions.extend(tokenHash, new Date(Date.now() - 1000))
+    await store.sessions.extend(tokenHash, new Date(Date.now() - 1000), new Date(Date.now() - 2000))
     const page = await browser.get('/portal/keys')
     assert.equal(page.statusCode, 303)
     assert.equal(page.headers.location, '/portal/login?ended=1')

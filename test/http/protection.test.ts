@@ -143,14 +143,17 @@ describe('load shedding', () => {
     const { app, auth } = await buildTestApp(t, { LOAD_SHED_EVENT_LOOP_DELAY_MS: '50' }, pino({ level: 'warn' }, sink))
     await app.ready()
     let shed: { statusCode: number, headers: Record<string, unknown>, body: string } | undefined
+    let shedCount = 0
     for (let attempt = 0; attempt < 20 && shed === undefined; attempt++) {
       const blockedUntil = Date.now() + 300
       while (Date.now() < blockedUntil) { /* keep the event loop busy, as an overload would */ }
       await new Promise((resolve) => setImmediate(resolve))
       for (let probe = 0; probe < 20 && shed === undefined; probe++) {
         const response = await app.inject({ url: '/v1/pets', headers: auth })
-        if (response.statusCode === 503) shed = response
-        else assert.equal(response.statusCode, 200, response.body)
+        if (response.statusCode === 503) {
+          shed = response
+          shedCount++
+        } else assert.equal(response.statusCode, 200, response.body)
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
     }
@@ -165,9 +168,18 @@ describe('load shedding', () => {
     let status = 503
     for (let attempt = 0; attempt < 200 && status !== 200; attempt++) {
       status = (await app.inject({ url: '/v1/pets', headers: auth })).statusCode
+      if (status === 503) shedCount++
       if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 20))
     }
     assert.equal(status, 200, 'requests are served again once the loop is idle')
+    // Every shed request is counted, the scrapes shed on the way included.
+    let scrape = await app.inject({ url: '/metrics', headers: METRICS_AUTH })
+    for (let attempt = 0; attempt < 200 && scrape.statusCode === 503; attempt++) {
+      shedCount++
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      scrape = await app.inject({ url: '/metrics', headers: METRICS_AUTH })
+    }
+    assert.match(scrape.body, new RegExp(`^http_requests_shed_total ${shedCount}$`, 'm'))
   })
 })
 

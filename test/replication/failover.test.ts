@@ -113,7 +113,7 @@ async function failoverTrial (t: TestContext, synchronous: boolean): Promise<Tri
     if (sentAfterPromotion.has(id)) lostAfterPromotion++
   }
 
-  const ready = await (await fetch(`${baseUrl}/readyz`)).json() as { primary: string, timeline: number }
+  const { database: ready } = await (await fetch(`${baseUrl}/readyz`)).json() as { database: { primary: string, timeline: number } }
   assert.equal(ready.primary, `127.0.0.1:${pair.standby.port}/postgres`, '/readyz names the promoted standby')
   assert.equal(ready.timeline, 2)
   await server.waitForLog((entry) => typeof entry.msg === 'string' && entry.msg.startsWith(`the PostgreSQL primary is now 127.0.0.1:${pair.standby.port}/postgres (timeline 2)`))

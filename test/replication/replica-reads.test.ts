@@ -118,9 +118,9 @@ describe('reads from a PostgreSQL hot standby', () => {
     const primaryHost = `127.0.0.1:${pair.primary.port}/postgres`
     const standbyHost = `127.0.0.1:${pair.standby.port}/postgres`
 
-    const ready = await (await fetch(`${onReplica.baseUrl}/readyz`)).json() as { status: string, primary: string, replicas: Array<{ host: string, state: string, lagMs: number }> }
+    const ready = await (await fetch(`${onReplica.baseUrl}/readyz`)).json() as { status: string, database: { primary: string }, replicas: Array<{ host: string, state: string, lagMs: number }> }
     assert.equal(ready.status, 'ready')
-    assert.equal(ready.primary, primaryHost)
+    assert.equal(ready.database.primary, primaryHost)
     assert.equal(ready.replicas[0]?.host, standbyHost)
     assert.equal(ready.replicas[0]?.state, 'in use')
     assert.equal(typeof ready.replicas[0]?.lagMs, 'number')

@@ -33,7 +33,7 @@ test('PostgreSQL migrations 4 to 6 keep keys (with both scopes), counts and the 
 
   const store = openPostgresStore(url, { poolSize: 2, onError: () => {} })
   t.after(() => store.close())
-  assert.deepEqual(await store.migrate(), [4, 5, 6])
+  assert.deepEqual(await store.migrate(), POSTGRES_MIGRATIONS.map(({ version }) => version).filter((version) => version >= 4), 'every later version')
   assert.deepEqual((await store.apiKeys.listByAccount(1)).map(({ scopes, expiresAt, rolledTo }) => ({ scopes, expiresAt, rolledTo })),
     [1, 2].map(() => ({ scopes: ['animals:read', 'animals:write'], expiresAt: null, rolledTo: null })), 'migration 5: keys made before scopes keep both, and do not expire')
   assert.equal(await store.apiKeys.revocationMarker(), 7)

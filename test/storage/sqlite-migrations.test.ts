@@ -29,7 +29,7 @@ test('migration 4 replaces the (status, id) index with one per status, and every
   databaseAtVersion3(path, animals)
   const store = openSqliteStore(path)
   t.after(() => store.close())
-  assert.deepEqual(await store.migrate(), [4, 5, 6])
+  assert.deepEqual(await store.migrate(), SQLITE_MIGRATIONS.map(({ version }) => version).filter((version) => version >= 4), 'every later version')
 
   for (const status of PET_STATUSES) {
     const expected = Array.from({ length: animals }, (_, index) => index + 1).filter((id) => STATUS_OF(id) === status)
@@ -77,7 +77,7 @@ test('migrations 5 and 6 keep keys (with both scopes), counts and the revocation
 
   const store = openSqliteStore(path)
   t.after(() => store.close())
-  assert.deepEqual(await store.migrate(), [5, 6])
+  assert.deepEqual(await store.migrate(), SQLITE_MIGRATIONS.map(({ version }) => version).filter((version) => version >= 5), 'every later version')
   assert.deepEqual((await store.apiKeys.listByAccount(1)).map(({ scopes, expiresAt, rolledTo }) => ({ scopes, expiresAt, rolledTo })),
     [1, 2].map(() => ({ scopes: ['animals:read', 'animals:write'], expiresAt: null, rolledTo: null })), 'migration 6: keys made before scopes keep both, and do not expire')
   assert.equal(await store.apiKeys.revocationMarker(), 7, 'instances keep reading from the marker they knew')

@@ -350,12 +350,15 @@ for (const engine of ENGINES) {
       await store.sessions.create({ tokenHash: 'a1', accountId: alice.id, csrfToken: 'csrf-a1', createdAt, expiresAt })
       await store.sessions.create({ tokenHash: 'a2', accountId: alice.id, csrfToken: 'csrf-a2', createdAt, expiresAt: new Date(createdAt.getTime() + 1000) })
       await store.sessions.create({ tokenHash: 'b1', accountId: bob.id, csrfToken: 'csrf-b1', createdAt, expiresAt })
-      assert.deepEqual(await store.sessions.findByTokenHash('a1'), { accountId: alice.id, csrfToken: 'csrf-a1', createdAt, expiresAt })
+      assert.deepEqual(await store.sessions.findByTokenHash('a1'), { accountId: alice.id, csrfToken: 'csrf-a1', createdAt, expiresAt, lastSeenAt: createdAt, clientAddress: null, userAgent: null })
       assert.equal(await store.sessions.findByTokenHash('nope'), undefined)
 
       const later = new Date(expiresAt.getTime() + 60_000)
-      await store.sessions.extend('a1', later)
+      await store.sessions.extend('a1', later, expiresAt)
       assert.equal((await store.sessions.findByTokenHash('a1'))?.expiresAt.getTime(), later.getTime())
+      assert.equal((await store.sessions.findByTokenHash('a1'))?.lastSeenAt?.getTime(), expiresAt.getTime())
+      assert.deepEqual((await store.sessions.listByAccount(alice.id, createdAt)).map((row) => row.tokenHash), ['a1', 'a2'])
+      assert.deepEqual((await store.sessions.listByAccount(alice.id, new Date(createdAt.getTime() + 1000))).map((row) => row.tokenHash), ['a1'], 'an expired session is not listed')
 
       assert.equal(await store.sessions.deleteExpired(new Date(createdAt.getTime() + 1000)), 1, 'the session expiring at that instant goes')
       assert.equal(await store.sessions.findByTokenHash('a2'), undefined)
@@ -368,6 +371,42 @@ for (const engine of ENGINES) {
       assert.equal(await store.sessions.findByTokenHash('a1'), undefined)
       assert.equal(await store.sessions.findByTokenHash('a3'), undefined)
       assert.equal((await store.sessions.findByTokenHash('b2'))?.accountId, bob.id, "another account's session stays")
+    })
+
+    test('two-step: a setup waits for its first code; a time step and a recovery code are each accepted once, under concurrency; removal takes both', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const alice = await store.accounts.create({ email: 'alice@example.com', name: null })
+      const bob = await store.accounts.create({ email: 'bob@example.com', name: null })
+      const at = new Date(1_800_000_000_000)
+      assert.equal(await store.twoStep.find(alice.id), undefined)
+      assert.equal(await store.twoStep.useStep(alice.id, 5), false, 'nothing to accept a code for')
+      assert.equal(await store.twoStep.startSetup(alice.id, 'sealed-1'), true)
+      assert.equal(await store.twoStep.startSetup(alice.id, 'sealed-2'), true, 'a setup not confirmed is replaced')
+      assert.deepEqual(await store.twoStep.find(alice.id), { accountId: alice.id, secretSealed: 'sealed-2', enabledAt: null, lastStep: 0 })
+      assert.equal(await store.twoStep.useStep(alice.id, 5), false, 'a pending setup accepts no log-in code')
+      assert.equal(await store.twoStep.enable(alice.id, 'sealed-1', 10, at, ['h1']), false, 'only the secret shown last is confirmed')
+      assert.equal(await store.twoStep.enable(alice.id, 'sealed-2', 10, at, ['h1', 'h2', 'h3']), true)
+      assert.equal(await store.twoStep.enable(alice.id, 'sealed-2', 11, at, ['h4']), false, 'on already')
+      assert.equal(await store.twoStep.startSetup(alice.id, 'sealed-3'), false, 'no new setup while it is on')
+      assert.deepEqual(await store.twoStep.find(alice.id), { accountId: alice.id, secretSealed: 'sealed-2', enabledAt: at, lastStep: 10 })
+
+      assert.equal(await store.twoStep.useStep(alice.id, 10), false, 'the confirming step is used')
+      const steps = await Promise.all(Array.from({ length: 8 }, async () => await store.twoStep.useStep(alice.id, 11)))
+      assert.equal(steps.filter(Boolean).length, 1, 'one of many concurrent uses of a step succeeds')
+      assert.equal(await store.twoStep.useStep(alice.id, 10), false, 'an earlier step after a later one')
+
+      assert.deepEqual((await store.twoStep.unusedRecoveryCodes(alice.id)).sort(), ['h1', 'h2', 'h3'])
+      const uses = await Promise.all(Array.from({ length: 8 }, async () => await store.twoStep.useRecoveryCode(alice.id, 'h2', at)))
+      assert.equal(uses.filter(Boolean).length, 1, 'a recovery code is used once')
+      assert.equal(await store.twoStep.useRecoveryCode(bob.id, 'h1', at), false, "another account's code")
+      assert.deepEqual((await store.twoStep.unusedRecoveryCodes(alice.id)).sort(), ['h1', 'h3'])
+
+      assert.equal(await store.twoStep.remove(bob.id), false)
+      assert.equal(await store.twoStep.remove(alice.id), true)
+      assert.equal(await store.twoStep.find(alice.id), undefined)
+      assert.deepEqual(await store.twoStep.unusedRecoveryCodes(alice.id), [])
+      assert.equal(await store.twoStep.startSetup(alice.id, 'sealed-4'), true, 'set up again after removal')
     })
 
     test('login attempts: counted per subject in fixed windows, atomically under concurrency, forgiven, cleared, purged', async (t) => {

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { createAccount, setAccountPassword } from '../../services/accounts.js'
+import { createAccount, resetTwoStep, setAccountPassword } from '../../services/accounts.js'
 import { CliError, type Command } from '../context.js'
 import { withStore } from '../with-store.js'
 
@@ -30,6 +30,21 @@ export const accountsSetPassword: Command = {
     const { account, endedSessions } = await withStore(context, (store) => setAccountPassword(store, { email, password }))
     context.stdout(`Set the portal password of ${account.email}${endedSessions > 0 ? `; ended ${endedSessions} portal session${endedSessions === 1 ? '' : 's'}` : ''}.`)
     context.stdout('They can log in at /portal/login.')
+    return 0
+  }
+}
+
+export const accountsReset2fa: Command = {
+  usage: 'animal-store accounts reset-2fa --email E',
+  summary: 'Turn off two-step verification of an account whose owner lost their authenticator (audited). They log in with their password alone.',
+  run: async (args, context) => {
+    const { values } = parseArgs({ args, options: { email: { type: 'string' } }, strict: true })
+    if (values.email === undefined) throw new CliError('--email is required')
+    const email = values.email
+    const { account, removed } = await withStore(context, (store) => resetTwoStep(store, email))
+    context.stdout(removed
+      ? `Turned off two-step verification of ${account.email}: they log in with their password alone, and can turn it on again in the portal.`
+      : `${account.email} has no two-step verification: nothing to turn off.`)
     return 0
   }
 }

@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { Logger } from 'pino'
+import type { Metrics } from '../../services/metrics.js'
 import { errors } from '../../core/errors.js'
 import { errorAnswer } from '../exchange.js'
 import type { Step } from '../pipeline.js'
@@ -29,9 +30,9 @@ export function shedsFor (eventLoopDelayMs: number | undefined, limitMs: number)
  * backlog. The delay is Node's own event-loop delay histogram (perf_hooks, as
  * @fastify/under-pressure reads it), averaged over each sample interval; a request reads one flag.
  * Shedding is logged as a warning, at most once a second, with the loop's delay and the requests
- * shed since the last one.
+ * shed since the last one, and each shed request is counted in the metrics.
  */
-export function loadShedding (maxEventLoopDelayMs: number, log: Logger): Step {
+export function loadShedding (maxEventLoopDelayMs: number, log: Logger, metrics?: Metrics): Step {
   if (maxEventLoopDelayMs === 0) return { name: 'load shedding', scope: 'every request' }
   const sampleIntervalMs = Math.max(RESOLUTION_MS, Math.min(100, maxEventLoopDelayMs))
   let shedding = false
@@ -61,6 +62,7 @@ export function loadShedding (maxEventLoopDelayMs: number, log: Logger): Step {
     onRequest: function shedWhileLagging (exchange) {
       if (!shedding) return undefined
       shedSinceWarning++
+      if (metrics !== undefined) metrics.shedRequests++
       const now = Date.now()
       if (now - lastWarningAt >= SHED_WARNING_INTERVAL_MS) {
         lastWarningAt = now

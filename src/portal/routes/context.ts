@@ -4,6 +4,8 @@ import type { ApiKeyRow, Store } from '../../storage/store.js'
 import type { PresessionCsrf } from '../csrf.js'
 import type { NewKeyCookie } from '../new-key-cookie.js'
 import type { PasswordHasher } from '../password.js'
+import type { SecondStepCookie } from '../second-step-cookie.js'
+import type { TotpSealing } from '../two-step.js'
 import type { CookiePolicy, PortalSession, Sessions } from '../session.js'
 import { errorPage } from '../views/error.js'
 import type { AssetUrls } from '../views/layout.js'
@@ -18,6 +20,9 @@ export interface PortalContext {
   presession: PresessionCsrf
   devices: { secret: string }
   newKeys: NewKeyCookie
+  /** A log-in whose password was right, waiting for its code. */
+  secondStep: SecondStepCookie
+  totp: TotpSealing
   hasher: PasswordHasher
   assets: AssetUrls
 }

@@ -19,7 +19,8 @@ const THROTTLED_BY: Readonly<Record<ThrottledBy, string>> = {
   address: 'Too many attempts from your network.',
   pair: 'Too many failed log-ins for this account from your network.',
   device: 'Too many failed log-ins from this browser.',
-  account: 'Too many failed log-ins for this account from browsers it has not logged in with before. A browser you have logged in with before is not held back.'
+  account: 'Too many failed log-ins for this account from browsers it has not logged in with before. A browser you have logged in with before is not held back.',
+  code: 'Too many codes tried for this account.'
 }
 
 const BUSY: Readonly<Record<Busy['reason'], string>> = {
@@ -29,7 +30,7 @@ const BUSY: Readonly<Record<Busy['reason'], string>> = {
 }
 
 /** What a log-in or sign-up refused before its password was checked says, with its Retry-After. */
-function refusalOf (result: Throttled | Busy): { message: string, retryAfterSeconds: number } {
+export function refusalOf (result: Throttled | Busy): { message: string, retryAfterSeconds: number } {
   const wait = `Try again in ${duration(result.retryAfterSeconds)}.`
   if (result.outcome === 'throttled') return { message: `${THROTTLED_BY[result.by]} ${wait}`, retryAfterSeconds: result.retryAfterSeconds }
   return { message: `${BUSY[result.reason]} ${wait}`, retryAfterSeconds: result.retryAfterSeconds }
@@ -45,7 +46,9 @@ export async function signUpAndLogInRoutes (app: FastifyInstance, ctx: PortalCon
     const query = request.query as Record<string, unknown>
     const notice = query.logged_out !== undefined
       ? 'You have logged out.'
-      : query.ended !== undefined ? 'Your session has ended. Please log in again.' : undefined
+      : query.everywhere !== undefined
+        ? 'You have signed out everywhere: every session of your account has ended.'
+        : query.ended !== undefined ? 'Your session has ended. Please log in again.' : undefined
     return sendPage(reply, 200, logInPage({ assets: ctx.assets, csrfToken: ctx.presession.issue(request, reply), notice }))
   })
   app.post('/login', HIDDEN, async function submitLogIn (request, reply) { return await logInWith(ctx, request, reply) })
@@ -64,7 +67,7 @@ export async function logOutRoute (app: FastifyInstance, ctx: PortalContext): Pr
   })
 }
 
-type Render = (status: number, error: string) => FastifyReply
+export type Render = (status: number, error: string) => FastifyReply
 type Credentials = { refused: FastifyReply } | { refused?: undefined, email: string | undefined, password: string, render: Render }
 
 /** The form's email and password, or the page that says what is wrong with them; the presession token checked first. */
@@ -80,14 +83,14 @@ function credentials (ctx: PortalContext, request: FastifyRequest, reply: Fastif
 }
 
 /** A log-in or sign-up refused before its password was checked: 429 with its Retry-After. */
-function refuseEarly (reply: FastifyReply, render: Render, result: Throttled | Busy): FastifyReply {
+export function refuseEarly (reply: FastifyReply, render: Render, result: Throttled | Busy): FastifyReply {
   const { message, retryAfterSeconds } = refusalOf(result)
   reply.header('retry-after', String(retryAfterSeconds))
   return render(429, message)
 }
 
 /** The session, the device cookie and the presession nonce's end, once an account is in. */
-async function startSession (ctx: PortalContext, request: FastifyRequest, reply: FastifyReply, accountId: number, deviceCookie: string): Promise<void> {
+export async function startSession (ctx: PortalContext, request: FastifyRequest, reply: FastifyReply, accountId: number, deviceCookie: string): Promise<void> {
   await ctx.sessions.start(request, reply, accountId)
   reply.setCookie(DEVICE_COOKIE, deviceCookie, deviceCookieOptions(request, ctx.policy))
   ctx.presession.clear(request, reply)
@@ -102,6 +105,10 @@ async function logInWith (ctx: PortalContext, request: FastifyRequest, reply: Fa
   if (result.outcome === 'throttled' || result.outcome === 'busy') return refuseEarly(reply, render, result)
   // One message for an unknown email, an account without a password and a wrong password.
   if (result.outcome === 'refused') return render(401, 'The email address or the password is not correct.')
+  if (result.outcome === 'second_step') {
+    ctx.secondStep.put(request, reply, { accountId: result.accountId, deviceCookie: result.deviceCookie })
+    return reply.redirect('/portal/login/code', 303)
+  }
   await startSession(ctx, request, reply, result.accountId, result.deviceCookie)
   request.log.info({ accountId: result.accountId }, 'portal log-in')
   return reply.redirect('/portal/keys', 303)

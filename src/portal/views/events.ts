@@ -14,7 +14,10 @@ export const EVENT_WORDS: Readonly<Record<AuditEventType, string>> = {
   key_rolled: 'Key rolled',
   key_revoked: 'Key revoked',
   key_expired: 'Expired key presented',
-  scope_denied: 'Request refused: scope missing'
+  scope_denied: 'Request refused: scope missing',
+  two_step_enabled: 'Two-step verification turned on',
+  two_step_disabled: 'Two-step verification turned off',
+  sessions_ended: 'Sessions signed out'
 }
 
 const ACTOR_WORDS: Readonly<Record<AuditActor, string>> = { portal: 'Portal', cli: 'Operator (command line)', api: 'API' }

@@ -40,6 +40,8 @@ ${script ? html`<script src="${assets.script}" defer></script>` : ''}
       ? ''
       : html`<a href="/portal/keys">Keys</a>
     <a href="/portal/events">Events</a>
+    <a href="/portal/two-step">Two-step verification</a>
+    <a href="/portal/sessions">Sessions</a>
     <span class="who">${session.account.email}</span>
     <form class="inline" method="post" action="/portal/logout">
       ${csrfField(session.csrfToken)}

@@ -160,5 +160,31 @@ export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number, name: string,
       CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON audit_events
         FOR EACH STATEMENT EXECUTE FUNCTION audit_events_append_only();
     `
+  },
+  {
+    version: 8,
+    name: 'two_step_and_sessions',
+    sql: `
+      -- An account's TOTP secret, sealed (src/core/two-step.ts); enabled_at NULL while a setup awaits its first code.
+      -- last_step: the last time step a code was accepted for, so no code is accepted twice.
+      CREATE TABLE two_step (
+        account_id BIGINT PRIMARY KEY REFERENCES accounts (id),
+        secret_sealed TEXT NOT NULL,
+        enabled_at BIGINT,
+        last_step BIGINT NOT NULL DEFAULT 0
+      );
+      -- Only the SHA-256 digest of each recovery code; used_at is set once, when it is used.
+      CREATE TABLE recovery_codes (
+        account_id BIGINT NOT NULL REFERENCES accounts (id),
+        code_hash TEXT NOT NULL,
+        used_at BIGINT,
+        PRIMARY KEY (account_id, code_hash)
+      );
+
+      -- What the sessions page shows; NULL for sessions started before.
+      ALTER TABLE sessions ADD COLUMN last_seen_at BIGINT;
+      ALTER TABLE sessions ADD COLUMN client_address TEXT;
+      ALTER TABLE sessions ADD COLUMN user_agent TEXT;
+    `
   }
 ]

@@ -11,6 +11,7 @@ import { loginAttemptRepository } from './login-attempts.js'
 import { applyMigrations, warnAboutDurability, warnAboutReplication } from './migrate.js'
 import { petRepository, petWrites } from './pets.js'
 import { sessionRepository } from './sessions.js'
+import { twoStepRepository } from './two-step.js'
 import { settingOf } from './settings.js'
 
 const CONNECT_TIMEOUT_MS = 3000
@@ -79,6 +80,7 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
     pets: petRepository(db, writes),
     accounts: accountRepository(db),
     sessions: sessionRepository(db),
+    twoStep: twoStepRepository(db),
     loginAttempts: loginAttemptRepository(db),
     apiKeys: apiKeyRepository(db),
     keyUsage: keyUsageRepository(db),

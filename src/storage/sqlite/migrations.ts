@@ -158,5 +158,31 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
       CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
       CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are append-only'); END;
     `
+  },
+  {
+    version: 8,
+    name: 'two_step_and_sessions',
+    sql: `
+      -- An account's TOTP secret, sealed (src/core/two-step.ts); enabled_at NULL while a setup awaits its first code.
+      -- last_step: the last time step a code was accepted for, so no code is accepted twice.
+      CREATE TABLE two_step (
+        account_id INTEGER PRIMARY KEY REFERENCES accounts (id),
+        secret_sealed TEXT NOT NULL,
+        enabled_at INTEGER,
+        last_step INTEGER NOT NULL DEFAULT 0
+      );
+      -- Only the SHA-256 digest of each recovery code; used_at is set once, when it is used.
+      CREATE TABLE recovery_codes (
+        account_id INTEGER NOT NULL REFERENCES accounts (id),
+        code_hash TEXT NOT NULL,
+        used_at INTEGER,
+        PRIMARY KEY (account_id, code_hash)
+      ) WITHOUT ROWID;
+
+      -- What the sessions page shows; NULL for sessions started before.
+      ALTER TABLE sessions ADD COLUMN last_seen_at INTEGER;
+      ALTER TABLE sessions ADD COLUMN client_address TEXT;
+      ALTER TABLE sessions ADD COLUMN user_agent TEXT;
+    `
   }
 ]

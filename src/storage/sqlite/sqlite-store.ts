@@ -13,6 +13,7 @@ import { applyMigrations } from './migrate.js'
 import { openPetWrites, type PetWrites } from './pet-writes.js'
 import { petRepository } from './pets.js'
 import { sessionRepository } from './sessions.js'
+import { twoStepRepository } from './two-step.js'
 import { settingOf } from './settings.js'
 
 /** Most creates that share one transaction (group commit); WRITE_BATCH_SIZE=1 turns group commit off. */
@@ -32,6 +33,7 @@ function buildStore (db: Database.Database, petWrites: PetWrites): Store {
     pets: petRepository(db, petWrites),
     accounts: accountRepository(db),
     sessions: sessionRepository(db),
+    twoStep: twoStepRepository(db),
     loginAttempts: loginAttemptRepository(db),
     apiKeys: apiKeyRepository(db),
     keyUsage: keyUsageRepository(db),

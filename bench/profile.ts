@@ -1,0 +1,174 @@
+/**
+ * npm run bench:profile: where the CPU time of a cached read goes, in the service and in the
+ * ceiling. Each contender runs alone on core 0 under Node's `--cpu-prof`, loaded by wrk on core 1
+ * (-t1 -c50) after a warm-up; the samples of the measured seconds are summed by area (a pipeline
+ * step, Node's writing of the header fields, the socket write, the garbage collector …) and each
+ * area's share is turned into microseconds of the CPU time per request the run measured. Contenders:
+ * the ceiling, the bare service (LOG_LEVEL=warn, nothing configured) and the production profile (when
+ * Redis answers). The report gives each run's CPU share beside its figures: a run under 95 % of its
+ * core costs more per request than a saturated one (docs/performance.md, the saturation rule), so
+ * compare areas between runs of about the same share. Writes bench/results/<date>-profile.md.
+ * Environment: BENCH_PROFILE_DURATION (10s), BENCH_WARM_UP (3s).
+ */
+import { readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { seededSqlite } from './datasets.js'
+import { percent, SATURATED, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement } from './measure.js'
+import { redisAvailable } from './redis.js'
+import { PRODUCTION_ENV } from './report.js'
+import { STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
+import { machine, root } from './support.js'
+
+const DURATION = process.env.BENCH_PROFILE_DURATION ?? '10s'
+const WARM_UP = process.env.BENCH_WARM_UP ?? '3s'
+const CLI = join(root, 'dist', 'cli', 'main.js')
+
+interface CallFrame { functionName: string, url: string }
+interface ProfileNode { id: number, callFrame: CallFrame, children?: number[] }
+interface Profile { nodes: ProfileNode[], startTime: number, endTime: number, samples: number[], timeDeltas: number[] }
+
+/** The function each step of the pipeline runs (src/http/steps/), by the name the area takes. */
+const STEP_FUNCTIONS: Record<string, string> = {
+  identify: 'step: request id',
+  countInFlight: 'step: metrics',
+  countRequest: 'step: metrics',
+  refuseWhileClosing: 'step: drain refusal',
+  closeWhileClosing: 'step: drain refusal',
+  shedWhileLagging: 'step: load shedding',
+  applyCors: 'step: CORS',
+  authenticateRequest: 'step: authentication',
+  limitRate: 'step: rate limit',
+  checkFraming: 'step: message framing',
+  route: 'step: routing',
+  checkScope: 'step: authorization',
+  checkInput: 'step: validation',
+  addCommonHeaders: 'step: common headers',
+  countKeyUse: 'step: key usage',
+  writeAccessLog: 'step: access log'
+}
+/** What the pipeline's own `answer` calls: any other child of a function named `answer` is the handler step's. */
+const PIPELINE_ANSWER_CALLS = new Set(['write', 'finish', 'handOver', ...Object.keys(STEP_FUNCTIONS)])
+const NODE_HTTP = 'Node: HTTP parser, request and response objects, after the write'
+
+/** The area one sample's stack (leaf first) belongs to. */
+function areaOf (stack: CallFrame[]): string {
+  const [leaf] = stack
+  if (leaf?.functionName === '(garbage collector)') return 'garbage collector'
+  if (leaf?.functionName === '(program)') return '(program): native code no function owns'
+  for (let index = stack.length - 1; index >= 0; index--) {
+    const frame = stack[index] as CallFrame
+    if (frame.functionName === 'end' && frame.url === 'node:_http_outgoing') return 'Node: res.end, the socket write (writev)'
+    if (frame.functionName === 'writeHead' && frame.url === 'node:_http_server') return "Node: writeHead, the header fields' validation and text"
+    const step = STEP_FUNCTIONS[frame.functionName]
+    if (step !== undefined) return step
+    if (frame.functionName === 'answer' && index > 0 && !PIPELINE_ANSWER_CALLS.has((stack[index - 1] as CallFrame).functionName)) return 'step: handler (the cached answer)'
+    if (/^(Pipeline|Redis|Command|DataHandler)\b/.test(frame.functionName)) return 'Redis client (rate limits shared)'
+  }
+  if (stack.some((frame) => frame.functionName === 'handleRequest')) return 'pipeline: the loop over the steps, writing the answer'
+  if (stack.some((frame) => frame.url.endsWith('main.js'))) return 'service: timers and other work outside requests'
+  return NODE_HTTP
+}
+
+/** Microseconds of CPU time per request by area, over the profile's samples between `from` and `to` (µs since its start). */
+function areas (profile: Profile, from: number, to: number, usPerRequest: number): Map<string, number> {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const parent = new Map<number, number>()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
+  const counts = new Map<string, number>()
+  let busy = 0
+  let at = 0
+  profile.samples.forEach((id, index) => {
+    at += profile.timeDeltas[index] ?? 0
+    if (at < from || at > to) return
+    const stack: CallFrame[] = []
+    for (let node: number | undefined = id; node !== undefined; node = parent.get(node)) stack.push((byId.get(node) as ProfileNode).callFrame)
+    if (stack[0]?.functionName === '(idle)') return
+    busy++
+    const area = areaOf(stack)
+    counts.set(area, (counts.get(area) ?? 0) + 1)
+  })
+  return new Map([...counts].map(([area, count]) => [area, usPerRequest * count / busy]))
+}
+
+interface Run { name: string, workload: StepCostWorkload, measurement: Measurement, areas: Map<string, number> }
+
+async function profiled (name: string, argv: string[], env: Record<string, string>, key: string, workload: StepCostWorkload, dir: string): Promise<Run> {
+  const profileDir = mkdtempSync(join(dir, 'profile-'))
+  const [node = 'node', ...rest] = argv
+  const started = await startContender(() => ({ argv: [node, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...rest], env }), true)
+  const path = STEP_COST_PATHS[workload]
+  let measurement: Measurement
+  let from: number
+  let to: number
+  try {
+    await timeToFirstAnswer(started, path, key)
+    const options = { path, env: {}, connections: 50, key, pinned: true }
+    await wrkWhileSampling(started, { ...options, duration: WARM_UP })
+    from = performance.now()
+    measurement = await wrkWhileSampling(started, { ...options, duration: DURATION })
+    to = performance.now()
+  } finally {
+    await stopContender(started)
+  }
+  // The profile ends as the process exits: the measured seconds are counted back from there.
+  const exited = performance.now()
+  const file = readdirSync(profileDir).find((entry) => entry.endsWith('.cpuprofile'))
+  if (file === undefined) throw new Error(`${name} wrote no profile`)
+  const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as Profile
+  const length = profile.endTime - profile.startTime
+  const found = areas(profile, length - (exited - from) * 1000, length - (exited - to) * 1000, measurement.cpuUsPerRequest)
+  console.log(`  ${name}, ${workload}: ${measurement.cpuUsPerRequest.toFixed(1)} µs per request at ${percent(measurement.cpuShare)} of its core`)
+  return { name, workload, measurement, areas: found }
+}
+
+function report (runs: Run[]): string[] {
+  const names = [...new Set(runs.flatMap((run) => [...run.areas.keys()]))]
+  const total = (name: string): number => Math.max(...runs.map((run) => run.areas.get(name) ?? 0))
+  names.sort((a, b) => total(b) - total(a))
+  const cell = (value: number | undefined): string => value === undefined || value < 0.05 ? '–' : value.toFixed(1)
+  return [
+    `| µs of CPU per request | ${runs.map((run) => `${run.name}, ${run.workload}`).join(' | ')} |`,
+    `|---|${runs.map(() => '---:').join('|')}|`,
+    `| **all** | ${runs.map((run) => `**${run.measurement.cpuUsPerRequest.toFixed(1)}**`).join(' | ')} |`,
+    ...names.map((name) => `| ${name} | ${runs.map((run) => cell(run.areas.get(name))).join(' | ')} |`),
+    `| rate (answers/s) | ${runs.map((run) => Math.round(run.measurement.rps).toLocaleString('en')).join(' | ')} |`,
+    `| CPU share of its core; wrk's | ${runs.map((run) => `${percent(run.measurement.cpuShare)}; ${percent(run.measurement.loadShare)}${run.measurement.cpuShare < SATURATED ? ' (unsaturated)' : ''}`).join(' | ')} |`
+  ]
+}
+
+async function main (): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'animal-store-profile-'))
+  try {
+    const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
+    const service = ['node', '--max-semi-space-size=4', CLI, 'serve']
+    const serviceEnv = { HOST: '127.0.0.1', LOG_LEVEL: 'warn', DATABASE_URL: `sqlite:${seeded.path}` }
+    const contenders: Array<{ name: string, argv: string[], env: Record<string, string> }> = [
+      { name: 'ceiling', argv: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: seeded.key } },
+      { name: 'bare', argv: service, env: serviceEnv },
+      ...(await redisAvailable() ? [{ name: 'production', argv: service, env: { ...serviceEnv, ...PRODUCTION_ENV } }] : [])
+    ]
+    const runs: Run[] = []
+    for (const workload of Object.keys(STEP_COST_PATHS) as StepCostWorkload[]) {
+      for (const contender of contenders) runs.push(await profiled(contender.name, contender.argv, contender.env, seeded.key, workload, dir))
+    }
+    const date = new Date().toISOString()
+    const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-profile.md`)
+    writeFileSync(file, [
+      '# Where the CPU time of a cached read goes',
+      '',
+      `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`npm run bench:profile\`: each contender alone on core 0 under`,
+      `\`--cpu-prof\`, loaded by wrk (-t1 -c50) on core 1, ${WARM_UP} of warm-up, then ${DURATION} measured; \`GET ${STEP_COST_PATHS.list}\` (list) and`,
+      `\`GET ${STEP_COST_PATHS.get}\` (get), 10,000 animals. A figure is the share of the measured seconds' busy samples in that area, times the CPU`,
+      'time per request the run measured. Compare runs of about the same CPU share: an unsaturated server pays more per request.',
+      '',
+      ...report(runs),
+      ''
+    ].join('\n'))
+    console.log(`wrote ${file}`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+await main()
