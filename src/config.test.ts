@@ -17,6 +17,7 @@ test('loadConfig applies the documented defaults', () => {
     publicBaseUrl: undefined,
     stagingBaseUrl: undefined,
     logLevel: 'info',
+    logFormat: 'auto',
     rateLimitPerMinute: 0,
     redisUrl: undefined,
     corsOrigins: [],
