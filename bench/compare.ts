@@ -1,14 +1,15 @@
 /**
- * npm run bench:compare -- <git ref> [settings …]: what a cached read costs the current build against
- * the build of another commit, both serving the same 10,000 animals at the same time on core 0,
+ * npm run bench:compare -- <git ref> [settings …]: what a cached read and a durable create cost the current
+ * build against the build of another commit, both serving the same 10,000 animals at the same time on core 0,
  * each loaded by its own wrk on core 1, a fresh pair of processes in each round (bench/step-cost.ts).
  * Whatever else the host does slows both alike, so the figure holds on a busy machine where two
  * separate runs of `npm run bench` cannot be compared. The other commit is exported with
  * `git archive` into a temporary folder, given its own dependencies from its lock file and built
  * there; it must read the database schema the current build seeds. Settings given as
- * NAME=value apply to both sides (LOG_LEVEL=info, RATE_LIMIT_PER_MINUTE=…); as current:NAME=value, to the
- * current build only; with the ref `current` both sides run the current build, and what a setting costs is
- * `current current:NAME=value`. The value `otlp-sink` is the URL of
+ * NAME=value apply to both sides (LOG_LEVEL=info, RATE_LIMIT_PER_MINUTE=…); the word `production` stands for
+ * the production profile's settings of `npm run bench` (bench/report.ts: info log, rate limit through Redis, CORS).
+ * As current:NAME=value a setting applies to the current build only; with the ref `current` both sides run the
+ * current build, and what a setting costs is `current current:NAME=value`. The value `otlp-sink` is the URL of
  * an OTLP/HTTP receiver the tool runs, which accepts and drops what it is sent (tracing's cost). Writes
  * bench/results/<date>-compare-<ref>.md. Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s),
  * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
@@ -16,23 +17,36 @@
 import { execFileSync } from 'node:child_process'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { seededSqlite } from './datasets.js'
-import { describeNodeFlags, DURATION, sideBySideCost, STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
+import { CREATE_PATH, describeNodeFlags, DURATION, sideBySideCost, STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
+import { percent } from './measure.js'
+import { PRODUCTION_ENV } from './report.js'
 import { machine, root } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 8)
 
-/** The CLI of `ref`, built in `dir` from `git archive` with the dependencies of its own lock file. */
+/**
+ * The CLI of `ref`, built in `dir` from `git archive` with the dependencies of its own lock file:
+ * the current checkout's own node_modules when the lock files are the same.
+ */
 function buildAt (ref: string, dir: string): string {
   mkdirSync(dir, { recursive: true })
   execFileSync('sh', ['-c', `git archive --format=tar ${JSON.stringify(ref)} | tar -x -C ${JSON.stringify(dir)}`], { cwd: root, stdio: 'inherit' })
   const npm = (...args: string[]): void => { execFileSync('npm', args, { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] }) }
-  // No install scripts but the native addon's: the build below is the one the benchmark needs.
-  npm('ci', '--ignore-scripts', '--no-audit', '--no-fund')
-  npm('rebuild', 'better-sqlite3')
+  if (readFileSync(join(dir, 'package-lock.json'), 'utf8') === readFileSync(join(root, 'package-lock.json'), 'utf8')) {
+    symlinkSync(realpathSync(join(root, 'node_modules')), join(dir, 'node_modules'))
+  } else {
+    // No install scripts but the native addon's: the build below is the one the benchmark needs.
+    npm('ci', '--ignore-scripts', '--no-audit', '--no-fund')
+    const addon = (base: string): string => join(base, 'node_modules', 'better-sqlite3')
+    const version = (base: string): string => (JSON.parse(readFileSync(join(addon(base), 'package.json'), 'utf8')) as { version: string }).version
+    // The same version's addon, already built here, spares compiling SQLite again.
+    if (version(dir) === version(root)) cpSync(join(addon(root), 'build'), join(addon(dir), 'build'), { recursive: true })
+    else npm('rebuild', 'better-sqlite3')
+  }
   execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: dir, stdio: 'inherit' })
   return join(dir, 'dist', 'cli', 'main.js')
 }
@@ -46,9 +60,10 @@ async function otlpSink (): Promise<{ url: string, close: () => void }> {
   return { url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`, close: () => { sink.close() } }
 }
 
-/** The settings of one side: NAME=value for both, current:NAME=value for the current build only. */
+/** The settings of one side: NAME=value and `production` for both, current:NAME=value for the current build only. */
 function settingsOf (settings: string[], current: boolean, sinkUrl: string): Record<string, string> {
   return Object.fromEntries(settings.flatMap((setting) => {
+    if (setting === 'production') return Object.entries(PRODUCTION_ENV)
     const own = setting.startsWith('current:')
     if (own && !current) return []
     const [name = '', ...value] = (own ? setting.slice('current:'.length) : setting).split('=')
@@ -62,31 +77,38 @@ async function main (): Promise<void> {
   const sink = await otlpSink()
   const env = settingsOf(settings, false, sink.url)
   const currentEnv = settingsOf(settings, true, sink.url)
-  const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()
   const same = ref === 'current'
   const commit = same ? 'current' : execFileSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).trim()
+  const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-compare-'))
   try {
     const current = join(root, 'dist', 'cli', 'main.js')
     const older = same ? current : buildAt(commit, join(dir, commit))
     const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     console.log(`measuring ${head} (and what the working tree has built) against ${commit} …`)
-    const cost = await sideBySideCost({ measured: { cli: older, env }, baseline: { cli: current, env: currentEnv }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS })
+    const cost = await sideBySideCost({ measured: { cli: older, env }, baseline: { cli: current, env: currentEnv }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS, creates: true })
     const date = new Date().toISOString()
     const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-compare-${commit}.md`)
     const ratio = (value: number): string => `${(1 + value).toFixed(2)}×`
-    const rows = (Object.keys(STEP_COST_PATHS) as StepCostWorkload[]).map((workload) =>
-      `| \`GET ${STEP_COST_PATHS[workload]}\` | ${ratio(cost[workload].cost)} | ${cost[workload].rounds.map(ratio).join(', ')} |`)
+    const cell = (values: number[]): string => values.length === 0 ? 'none' : values.map(ratio).join(', ')
+    const rows = [...(Object.keys(STEP_COST_PATHS) as StepCostWorkload[]).map((workload) => ({ workload, name: `GET ${STEP_COST_PATHS[workload]}`, byRate: cost[workload] })), { workload: 'create' as const, name: `POST ${CREATE_PATH} (durable, 64 connections)`, byRate: undefined }]
+      .map(({ workload, name, byRate }) => {
+        const byCpu = cost.byCpu[workload]
+        const shares = byCpu.shares.map(percent).join(', ')
+        return `| \`${name}\` | ${ratio(byCpu.cost)} | ${cell(byCpu.rounds)} | ${shares} | ${byRate === undefined ? 'n/a (waits for the disk)' : `${ratio(byRate.cost)}: ${cell(byRate.rounds)}`} |`
+      })
     writeFileSync(file, [
-      `# A cached read: ${commit} against the current build`,
+      `# A cached read and a create: ${commit} against the current build`,
       '',
       `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`${process.env.BENCH_NODE_FLAGS === undefined ? '' : `BENCH_NODE_FLAGS='${process.env.BENCH_NODE_FLAGS}' `}npm run bench:compare -- ${[ref, ...settings].join(' ')}\`: the build of ${commit} and the`,
       `current build (${head}) serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1;`,
-      `${ROUNDS} rounds, each with a fresh pair of processes. Settings: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : settings.join(', ')} (current:… for the current build only); Node's flags: ${describeNodeFlags()}.`,
-      `A figure is the CPU time a request costs ${commit} over what it costs the current build: the median, then each round.`,
+      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${Object.keys(env).length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : Object.entries(env).map(([name, value]) => `${name}=${value}`).join(', ')}${Object.keys(currentEnv).length === Object.keys(env).length ? '' : `; of the current build only: ${Object.entries(currentEnv).filter(([name]) => env[name] === undefined).map(([name, value]) => `${name}=${value}`).join(', ')}`}; Node's flags: ${describeNodeFlags()}.`,
+      `A figure is the CPU time a request costs ${commit} over what it costs the current build: the ratio of each process's own CPU time per request, the median over`,
+      'the rounds and then each round, beside the share of core 0 the two servers used together. The last column is the inverse ratio of the two rates, counted only in rounds where',
+      'the two kept core 0 saturated (95 % or more): on a host busy with other work they do not, and the ratio of CPU time per request stands; a create waits for the disk and never fills it.',
       '',
-      `| workload | ${commit} / current (median) | each round |`,
-      '|---|---:|---|',
+      `| workload | ${commit} / current, CPU per request (median) | each round | core 0 used | by rate, saturated rounds (median: each) |`,
+      '|---|---:|---|---|---|',
       ...rows,
       ''
     ].join('\n'))

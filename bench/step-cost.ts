@@ -8,12 +8,12 @@
  * an operator turns on costs. Environment: BENCH_STEP_ROUNDS (8), BENCH_STEP_DURATION (4s).
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { seededSqlite } from './datasets.js'
-import { median, percent as shareOfCore, SATURATED, startContender, stopContender, timeToFirstAnswer, treeCpuUs, type Started } from './measure.js'
+import { median, percent as shareOfCore, SATURATED, startContender, stopContender, timeToFirstAnswer, type Started } from './measure.js'
 import { machine, parseWrk, pin, root } from './support.js'
 import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 
@@ -43,10 +43,58 @@ export type StepCostWorkload = keyof typeof STEP_COST_PATHS
  */
 export type StepCost = Record<StepCostWorkload, { cost: number, rounds: number[], unsaturated: number }>
 
-async function wrkOn (url: string, key: string, duration: string): Promise<number> {
+/** The durable create the side-by-side measurement adds when asked: bench/create.lua, as `npm run bench` sends it. */
+export const CREATE_PATH = '/v1/pets'
+const CREATE_CONNECTIONS = 64
+
+/**
+ * What a workload costs the first side over the second (0.02 is 2 %) by the CPU time each process used per
+ * request, in every round, beside the share of core 0 the two servers used together in that round: a
+ * create waits for the disk, so its servers never fill the core, and on a host busy with other work
+ * neither do readers. Per round, the two processes share the core and whatever the host does alike.
+ */
+export interface CpuCost { cost: number, rounds: number[], shares: number[] }
+
+async function wrkOn (url: string, key: string, duration: string, create = false): Promise<{ rps: number, requests: number }> {
   const [file = 'wrk', ...args] = pin(1, ['wrk'])
-  const { stdout } = await run(file, [...args, '-t1', '-c20', `-d${duration}`, '-H', `Authorization: Bearer ${key}`, url])
-  return parseWrk(stdout).rps
+  const load = create ? ['-c', String(CREATE_CONNECTIONS), '-s', join(root, 'bench', 'create.lua')] : ['-c20']
+  const { stdout } = await run(file, [...args, '-t1', ...load, `-d${duration}`, '-H', `Authorization: Bearer ${key}`, url])
+  const { rps, requests } = parseWrk(stdout)
+  return { rps, requests }
+}
+
+/** CPU time of a process, its threads and its descendants in microseconds, from the scheduler's nanoseconds (finer than /proc's clock ticks). */
+function preciseCpuUs (pid: number): number {
+  let total = 0
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]) / 1000
+      const children = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim()
+      for (const child of children === '' ? [] : children.split(/\s+/)) total += preciseCpuUs(Number(child))
+    }
+  } catch {}
+  return total
+}
+
+/**
+ * One measured run of a workload on both servers at once, after a second of warm-up: the ratio of
+ * their rates, the ratio of their CPU time per request (both as the measured side's extra cost)
+ * and the share of core 0 the two used together.
+ */
+async function sideBySideRun (measured: Started, baseline: Started, path: string, key: string, create: boolean): Promise<{ byRate: number, byCpu: number, share: number }> {
+  const both = async (duration: string): Promise<Array<{ rps: number, requests: number }>> =>
+    await Promise.all([measured, baseline].map(async (server) => await wrkOn(`${server.baseUrl}${path}`, key, duration, create)))
+  await both('1s')
+  const cpuBefore = [measured, baseline].map((server) => preciseCpuUs(server.pid))
+  const wallBefore = performance.now()
+  const [onMeasured, onBaseline] = await both(DURATION)
+  const wallUs = (performance.now() - wallBefore) * 1000
+  const cpu = [measured, baseline].map((server, index) => preciseCpuUs(server.pid) - (cpuBefore[index] ?? 0))
+  return {
+    byRate: (onBaseline?.rps ?? NaN) / (onMeasured?.rps ?? NaN) - 1,
+    byCpu: ((cpu[0] ?? NaN) / (onMeasured?.requests ?? NaN)) / ((cpu[1] ?? NaN) / (onBaseline?.requests ?? NaN)) - 1,
+    share: ((cpu[0] ?? 0) + (cpu[1] ?? 0)) / wallUs
+  }
 }
 
 /**
@@ -64,41 +112,49 @@ export type Side = { cli: string, env?: Record<string, string> } | { script: str
  * and compiled code differ), so every round starts a fresh pair, in alternating order, and the
  * figure is the median over the rounds.
  */
-export async function sideBySideCost (options: { measured: Side, baseline: Side, sqlitePath: string, key: string, rounds?: number }): Promise<StepCost> {
+export async function sideBySideCost (options: { measured: Side, baseline: Side, sqlitePath: string, key: string, rounds?: number, creates?: boolean }): Promise<StepCost & { byCpu: Record<StepCostWorkload | 'create', CpuCost> }> {
+  // Each side gets its own copy of the file, fresh each round: creates on one file would wait for each other's lock.
+  const copies: string[] = []
+  const copyFor = (): string => {
+    const path = `${options.sqlitePath}.side-${copies.length}`
+    copyFileSync(options.sqlitePath, path)
+    copies.push(path)
+    return path
+  }
   const serve = (side: Side) => (port: number) => 'script' in side
     ? { argv: ['node', ...SERVICE_NODE_FLAGS, side.script], env: { ...side.env, PORT: String(port), BENCH_KEY: options.key } }
-    : { argv: ['node', ...SERVICE_NODE_FLAGS, side.cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...side.env, PORT: String(port), DATABASE_URL: `sqlite:${options.sqlitePath}` } }
+    : { argv: ['node', ...SERVICE_NODE_FLAGS, side.cli, 'serve'], env: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...side.env, PORT: String(port), DATABASE_URL: `sqlite:${options.creates === true ? copyFor() : options.sqlitePath}` } }
   const rounds: Record<StepCostWorkload, number[]> = { list: [], get: [] }
   const unsaturatedRounds: Record<StepCostWorkload, number> = { list: 0, get: 0 }
+  const byCpu: Record<StepCostWorkload | 'create', CpuCost> = { list: { cost: NaN, rounds: [], shares: [] }, get: { cost: NaN, rounds: [], shares: [] }, create: { cost: NaN, rounds: [], shares: [] } }
   for (let round = 0; round < (options.rounds ?? ROUNDS); round++) {
     const order = round % 2 === 0 ? [options.measured, options.baseline] : [options.baseline, options.measured]
     const started = [await startContender(serve(order[0] as Side), true), await startContender(serve(order[1] as Side), true)]
     const [measured, baseline] = (round % 2 === 0 ? started : [started[1], started[0]]) as [Started, Started]
     try {
       for (const server of started) await timeToFirstAnswer(server, STEP_COST_PATHS.list, options.key)
-      for (const [workload, path] of Object.entries(STEP_COST_PATHS) as Array<[StepCostWorkload, string]>) {
-        const both = async (duration: string): Promise<number[]> =>
-          await Promise.all([measured, baseline].map(async (server) => await wrkOn(`${server.baseUrl}${path}`, options.key, duration)))
-        await both('1s')
+      const workloads: Array<[StepCostWorkload | 'create', string]> = [...Object.entries(STEP_COST_PATHS) as Array<[StepCostWorkload, string]>, ...(options.creates === true ? [['create', CREATE_PATH] as ['create', string]] : [])]
+      for (const [workload, path] of workloads) {
+        const run = await sideBySideRun(measured, baseline, path, options.key, workload === 'create')
+        byCpu[workload].rounds.push(run.byCpu)
+        byCpu[workload].shares.push(run.share)
+        if (workload === 'create') continue
         // Two servers sharing a core each get what the other leaves; the ratio of their rates is their
         // cost ratio only while the core is saturated between them.
-        const cpuBefore = started.map((server) => treeCpuUs(server.pid))
-        const wallBefore = performance.now()
-        const [measuredRate = NaN, baselineRate = NaN] = await both(DURATION)
-        const wallUs = (performance.now() - wallBefore) * 1000
-        const share = started.reduce((sum, server, index) => sum + (treeCpuUs(server.pid) - (cpuBefore[index] ?? 0)), 0) / wallUs
-        if (share >= SATURATED) rounds[workload].push(baselineRate / measuredRate - 1)
+        if (run.share >= SATURATED) rounds[workload].push(run.byRate)
         else {
           unsaturatedRounds[workload]++
-          console.error(`  round ${round + 1}, ${workload}: the two servers used ${shareOfCore(share)} of core 0; the round is left out`)
+          console.error(`  round ${round + 1}, ${workload}: the two servers used ${shareOfCore(run.share)} of core 0; the round is left out of the ratio of rates`)
         }
       }
     } finally {
       for (const server of started) await stopContender(server)
+      for (const path of copies.splice(0)) for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true })
     }
   }
   const judged = (workload: StepCostWorkload) => ({ cost: rounds[workload].length >= 2 ? median(rounds[workload]) : NaN, rounds: rounds[workload], unsaturated: unsaturatedRounds[workload] })
-  return { list: judged('list'), get: judged('get') }
+  for (const cost of Object.values(byCpu)) cost.cost = median(cost.rounds)
+  return { list: judged('list'), get: judged('get'), byCpu }
 }
 
 /** What the steps that the second CLI lacks cost: the two builds side by side with the same settings. */

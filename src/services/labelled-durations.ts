@@ -15,8 +15,9 @@ interface ExportedValue { metricName?: string, labels: Record<string, string | n
 /**
  * Durations by a fixed set of labels (requests by method, route and status; storage calls by
  * operation), counted in plain numbers on the hot path and turned into Prometheus series only
- * when scraped: prom-client's labelled inc() and observe() hash the label set on every call,
- * which cost several percent of a cached read.
+ * when scraped.
+ *
+ * Speed code (docs/performance.md): prom-client's labelled inc() and observe() hash the label set on every call.
  */
 export class LabelledDurations {
   private readonly series = new Map<string, Series>()

@@ -42,12 +42,8 @@ export type LogOutput = Writable & { fd?: number }
  * - One batch at a time is given to the output, the next once it has taken the last. Batches
  *   given while one is pending would be joined into one write (the stream's writev), longer than
  *   PIPE_BUF, which a full pipe takes in part. Batches that a slow reader leaves wait here.
- * - pino's asynchronous destination (sonic-boom with `sync: false`) was the first choice. It writes
- *   in libuv's thread pool, and a batch still in that pool when process.exit() runs is written
- *   after the lines written synchronously at exit, or not at all. Its own batching (`minLength`)
- *   also measures the whole growing string again for every line. Here a line costs a push onto an
- *   array (docs/performance.md, "Speed code").
- *
+ * - pino's asynchronous destination (sonic-boom) writes in libuv's thread pool: a batch still there
+ *   when process.exit() runs is written after the lines written at exit, or not at all.
  * - On a file (`npm start > service.log`, systemd's `StandardOutput=append:`), Node writes standard
  *   output synchronously anyway, through a stream around `fs.writeSync`. Here a batch goes straight
  *   to `fs.writeSync`, without the stream: the same system call, and nothing waits; its batches are
@@ -56,6 +52,8 @@ export type LogOutput = Writable & { fd?: number }
  *
  * Nothing gathered is lost at exit: a natural exit hands the last batch over and the loop runs
  * until it is written, and process.exit() writes what waits here synchronously.
+ *
+ * Speed code (docs/performance.md): a line costs a push onto an array, where sonic-boom measures its growing batch again.
  */
 export class BatchedLogDestination implements DestinationStream {
   private lines: string[] = []

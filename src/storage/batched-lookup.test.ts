@@ -1,10 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { BatchedLookup } from './batched-lookup.js'
+import { batchedLookup } from './batched-lookup.js'
 
 test('lookups of one turn share one call, up to the batch size, and each gets its own value', async () => {
   const calls: number[][] = []
-  const lookup = new BatchedLookup<number, string>(async (keys) => {
+  const lookup = batchedLookup<number, string>(async (keys) => {
     calls.push(keys)
     return new Map(keys.filter((key) => key % 2 === 0).map((key) => [key, `even ${key}`]))
   }, 3)
@@ -17,7 +17,7 @@ test('lookups of a later turn make a batch of their own, even while the first is
   const calls: number[][] = []
   let release: () => void = () => {}
   const held = new Promise<void>((resolve) => { release = resolve })
-  const lookup = new BatchedLookup<number, number>(async (keys) => {
+  const lookup = batchedLookup<number, number>(async (keys) => {
     calls.push(keys)
     if (calls.length === 1) await held
     return new Map(keys.map((key) => [key, key * 10]))
@@ -31,7 +31,7 @@ test('lookups of a later turn make a batch of their own, even while the first is
 })
 
 test('a failed call rejects exactly the lookups of its batch', async () => {
-  const lookup = new BatchedLookup<number, number>(async (keys) => {
+  const lookup = batchedLookup<number, number>(async (keys) => {
     if (keys.includes(1)) throw new Error('connection lost')
     return new Map(keys.map((key) => [key, key]))
   }, 1)

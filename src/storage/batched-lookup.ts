@@ -1,49 +1,24 @@
-interface Waiter<Value> {
-  resolve: (value: Value | undefined) => void
-  reject: (error: unknown) => void
-}
+import DataLoader from 'dataloader'
+
+/** Lookups of one key, batched. */
+export interface BatchedLookup<Key, Value> { get: (key: Key) => Promise<Value | undefined> }
 
 /**
  * Lookups by key asked for in the same turn of the event loop, answered together by one call
- * of `lookUpMany`: when many clients read rows that are not cached, one query serves them all
+ * of `lookUpMany` (dataloader): when many clients read rows that are not cached, one query serves them all
  * instead of each waiting for a pooled connection and a round trip of its own. A key asked for
  * twice is looked up once. Batches may overlap; a failed call rejects exactly its own keys.
  */
-export class BatchedLookup<Key, Value> {
-  private waiting = new Map<Key, Array<Waiter<Value>>>()
-  private scheduled = false
-
-  constructor (
-    /** The values found, by key; a key missing from the map has no value. */
-    private readonly lookUpMany: (keys: Key[]) => Promise<ReadonlyMap<Key, Value>>,
-    private readonly maxKeys: number
-  ) {}
-
-  get (key: Key): Promise<Value | undefined> {
-    return new Promise((resolve, reject) => {
-      const waiters = this.waiting.get(key)
-      if (waiters === undefined) this.waiting.set(key, [{ resolve, reject }])
-      else waiters.push({ resolve, reject })
-      if (!this.scheduled) {
-        this.scheduled = true
-        setImmediate(() => { this.flush() })
-      }
-    })
-  }
-
-  private flush (): void {
-    this.scheduled = false
-    const batch = this.waiting
-    this.waiting = new Map()
-    const keys = [...batch.keys()]
-    for (let start = 0; start < keys.length; start += this.maxKeys) {
-      const chunk = keys.slice(start, start + this.maxKeys)
-      const settle = (each: (waiter: Waiter<Value>, key: Key) => void): void => {
-        for (const key of chunk) for (const waiter of batch.get(key) ?? []) each(waiter, key)
-      }
-      this.lookUpMany(chunk).then(
-        (found) => { settle((waiter, key) => { waiter.resolve(found.get(key)) }) },
-        (error: unknown) => { settle((waiter) => { waiter.reject(error) }) })
-    }
-  }
+export function batchedLookup<Key, Value> (
+  /** The values found, by key; a key missing from the map has no value. */
+  lookUpMany: (keys: Key[]) => Promise<ReadonlyMap<Key, Value>>,
+  maxKeys: number
+): BatchedLookup<Key, Value> {
+  const loader: DataLoader<Key, Value | undefined> = new DataLoader(async (keys) => {
+    // The loader's cache only joins the lookups of one batch: a value is read again in the next one.
+    loader.clearAll()
+    const found = await lookUpMany([...keys])
+    return keys.map((key) => found.get(key))
+  }, { maxBatchSize: maxKeys, batchScheduleFn: (dispatch) => { setImmediate(dispatch) } })
+  return { get: async (key) => await loader.load(key) }
 }

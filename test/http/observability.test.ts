@@ -4,7 +4,6 @@ import { pino } from 'pino'
 import { loadConfig } from '../../src/config.js'
 import { buildTestApp, createTestKey, METRICS_AUTH, openTestStore, TEST_DEFAULTS, TEST_ENGINE, buildServedApp } from '../helpers/build-app.js'
 import { logLineSink } from '../helpers/log-lines.js'
-import { hundredthsOfMs } from '../../src/http/steps/access-log.js'
 
 describe('metrics', () => {
   test('GET /metrics counts requests by route template and status, key-cache lookups, storage calls and the process', async (t) => {
@@ -86,15 +85,8 @@ describe('the access log', () => {
     assert.equal(line.url, '/v1/pets?limit=5')
     assert.equal(line.statusCode, 200)
     assert.ok(typeof line.ms === 'number' && line.ms >= 0)
+    assert.equal(line.ms, Math.round(line.ms * 100) / 100, 'rounded to hundredths')
     assert.equal(line.msg, 'request completed')
-  })
-})
-
-describe('the access log\'s milliseconds', () => {
-  test('are the duration rounded to hundredths, written as JSON writes that number', () => {
-    const durations = [0, 0.004999, 0.005, 0.015, 0.05, 1, 1.005, 1.5, 2.675, 12.34, 99.999, 100, 123456.785]
-    for (let hundredths = 0; hundredths < 200_000; hundredths += 7) durations.push(hundredths / 100, hundredths / 100 + 0.004, hundredths / 100 + 0.006)
-    for (const ms of durations) assert.equal(hundredthsOfMs(ms), JSON.stringify(Math.round(ms * 100) / 100), String(ms))
   })
 })
 

@@ -40,27 +40,13 @@ function asciiDecoded (text: string): string {
 /**
  * What makes a URL more than a string to put between quotes: any character but printable ASCII
  * other than `"` and `\` (all that JSON escapes is among them), a `%` (an escape may hide a key),
- * or a word that may name a secret.
- * Most URLs have none, and one scan of the URL says so, where lower-casing it, searching it for
- * each word and escaping it cost more than the rest of the line (docs/performance.md).
+ * or a word that may name a secret. Most URLs have none, and one scan of the URL says so.
  */
 const NOT_PLAIN = new RegExp(`[^\\x20\\x21\\x23\\x24\\x26-\\x5b\\x5d-\\x7e]|key|token|secret|password|${API_KEY_PREFIX}`, 'i')
 
 /** The URL as the line's JSON string, secrets redacted. */
 function urlField (url: string): string {
   return NOT_PLAIN.test(url) ? JSON.stringify(loggableUrl(url)) : `"${url}"`
-}
-
-/**
- * Milliseconds rounded to hundredths, written as JSON writes the number (`0.05`, `1.5`, `12`), from
- * whole numbers: a fraction written from a double is converted on a slow path every time.
- */
-export function hundredthsOfMs (ms: number): string {
-  const hundredths = Math.round(ms * 100)
-  const whole = Math.floor(hundredths / 100)
-  const rest = hundredths - whole * 100
-  if (rest === 0) return `${whole}`
-  return rest % 10 === 0 ? `${whole}.${rest / 10}` : `${whole}.${rest < 10 ? '0' : ''}${rest}`
 }
 
 const { chindingsSym, streamSym, timeSym } = symbols
@@ -80,13 +66,10 @@ function internalsOf (log: Logger): { time: () => string, bindings: () => string
 /**
  * One structured info line per request once it is over: request id, the caller's trace, method,
  * URL (secrets redacted), status and milliseconds; a client that went away before its answer (in
- * the middle of its body, say) is a line of its own, no failure of the service.
+ * the middle of its body, say) is a line of its own, no failure of the service. The line is the
+ * logger's own (its level, its timestamp, its bindings, its destination), written as pino writes one.
  *
- * The line is the logger's own (its level, its timestamp, its bindings, its destination), written
- * the way pino writes a line, but from a template: every field is known in advance, and none but
- * the URL needs escaping (the request id, the method and the trace are tokens), so pino's generic
- * serialisation of an object, and the object, are left out. Side by side on one core, that
- * serialisation cost more than the rest of the line did (docs/performance.md).
+ * Speed code (docs/performance.md): a template, since pino's serialisation of a fields object costs more than the rest of the line.
  */
 export function accessLog (log: Logger): Step {
   const internals = internalsOf(log)
@@ -103,7 +86,7 @@ export function accessLog (log: Logger): Step {
       const request = `,"method":"${exchange.method}","url":${urlField(exchange.url)}`
       const line = exchange.abandoned
         ? `${head}${trace}${request},"msg":"the client went away before its request was answered"}\n`
-        : `${head}${trace}${request},"statusCode":${exchange.statusCode},"ms":${hundredthsOfMs(exchange.elapsedMs())},"msg":"request completed"}\n`
+        : `${head}${trace}${request},"statusCode":${exchange.statusCode},"ms":${Math.round(exchange.elapsedMs() * 100) / 100},"msg":"request completed"}\n`
       internals.write(line)
     }
   }

@@ -1,6 +1,6 @@
 import { exactInteger } from '../../core/int64.js'
 import { MAX_PET_ID, type NewPetRecord, type PetRecord, type PetStatus } from '../../core/pets.js'
-import { BatchedLookup } from '../batched-lookup.js'
+import { batchedLookup } from '../batched-lookup.js'
 import { GroupCommit } from '../group-commit.js'
 import { PetIdsExhaustedError, type IdempotencyKeyRef, type PetRepository } from '../store.js'
 import { onClient, type Connection, type Statement } from './connection.js'
@@ -55,7 +55,7 @@ export function petWrites (db: Connection, batchSize = DEFAULT_WRITE_BATCH, batc
 
 export function petRepository (db: Connection, writes: PetWrites): PetRepository {
   const { query } = db
-  const petsById = new BatchedLookup<number, PetRecord>(async (ids) => {
+  const petsById = batchedLookup<number, PetRecord>(async (ids) => {
     const rows = await query<PetDbRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ANY ($1::bigint[])`, [ids], 'pets-by-id')
     return new Map(rows.map((row) => [Number(row.id), toPet(row)]))
   }, MAX_IDS_PER_LOOKUP)
