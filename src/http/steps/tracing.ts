@@ -67,9 +67,14 @@ export function tracing (tracer: Tracer | undefined, routes: ApiRoutes, addressO
     around: function inRequestSpan (exchange, proceed) {
       const parent = propagation.extract(ROOT_CONTEXT, exchange.request.headers, HEADERS)
       const span = tracer.startSpan(exchange.method, { kind: SpanKind.SERVER }, parent)
-      // A request the sampler left out is only carried in the context: nothing of it is recorded.
-      if (span.isRecording()) span.setAttributes(requestAttributes(exchange, addressOf))
       exchange.span = span
+      // A request the sampler left out records nothing, and makes no child span: it keeps its trace
+      // id for its log lines (exchange.span) and runs without a context of its own.
+      if (!span.isRecording()) {
+        proceed()
+        return
+      }
+      span.setAttributes(requestAttributes(exchange, addressOf))
       context.with(trace.setSpan(parent, span), proceed)
     },
     onDone: function endRequestSpan (exchange) {
