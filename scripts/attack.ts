@@ -127,10 +127,24 @@ const addresses = (): ((n: number) => string) => {
   return (n) => `10.${block}.${Math.floor(n / 250)}.${(n % 250) + 1}`
 }
 
+/** The path of the link in the newest message of that kind to the email, read from the outbox (waiting for it to be written). */
+async function mailedLink (target: Target, email: string, kind: string): Promise<string> {
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    const mail = (await target.store.mailOutbox.list({ pendingOnly: false, limit: 200 })).find((row) => row.recipient === email && row.kind === kind)
+    if (mail !== undefined) return new URL(mail.link).pathname + new URL(mail.link).search
+    if (Date.now() > deadline) throw new Error(`no ${kind} message to ${email} within 10 s`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/** Signs up and follows the mailed verification link, so that the account may generate keys. */
 async function signedUp (target: Target, email: string, address: string): Promise<Browser> {
   const browser = new Browser(target.baseUrl, address)
   const answer = await browser.submit('/portal/signup', '/portal/signup', { email, password: PASSWORD })
   if (answer.status !== 303) throw new Error(`sign-up of ${email} answered ${answer.status}: ${messageOf(answer.body)}`)
+  const verified = await browser.get(await mailedLink(target, email, 'verify_email'))
+  if (verified.status !== 200) throw new Error(`the verification link of ${email} answered ${verified.status}`)
   return browser
 }
 
@@ -166,6 +180,10 @@ async function pastPassword (baseUrl: string, email: string, address: string): P
 }
 
 const codeAnswer = async (browser: Browser, code: string): Promise<Answer> => await browser.submit('/portal/login/code', '/portal/login/code', { code })
+
+/** The answer of a portal page without what differs between two answers to the same form: the email typed and the form's token. */
+const pageShape = (answer: Answer, email: string): string =>
+  `${answer.status} ${answer.body.replaceAll(email, 'EMAIL').replace(/name="_csrf" value="[^"]+"/g, '')}`
 
 function tally (statuses: number[]): string {
   const counts = new Map<number, number>()
@@ -295,6 +313,86 @@ async function petRowWithId (engine: Target['engine'], url: string, id: bigint):
 
 // ---------------------------------------------------------------------------------------
 // The cases
+
+/** Issue 42: single-use mailed links, and the mail forms that must not tell whether an email has an account. */
+const MAIL_CASES: AttackCase[] = [
+  {
+    item: '42.1',
+    name: 'verification link replayed, and tampered with one character',
+    expected: 'first use 200; replay 410; tampered 410; cut short 400',
+    run: async (target) => {
+      const email = unique('verify')
+      const browser = new Browser(target.baseUrl, addresses()(1))
+      await browser.submit('/portal/signup', '/portal/signup', { email, password: PASSWORD })
+      const link = await mailedLink(target, email, 'verify_email')
+      const first = (await browser.get(link)).status
+      const replay = (await browser.get(link)).status
+      const tampered = (await browser.get(link.replace(/.$/, (last) => (last === 'A' ? 'B' : 'A')))).status
+      const short = (await browser.get(link.slice(0, -5))).status
+      const observed = `first use ${first}; replay ${replay}; tampered ${tampered}; cut short ${short}`
+      return { observed, ok: observed === 'first use 200; replay 410; tampered 410; cut short 400' }
+    }
+  },
+  {
+    item: '42.2',
+    name: 'password reset link used twice, and a forged token posted to /portal/reset',
+    expected: 'reset 303; the same link again 410; a forged token 410; the second password never set',
+    run: async (target) => {
+      const email = unique('reset')
+      const at = addresses()
+      await signedUp(target, email, at(0))
+      const asker = new Browser(target.baseUrl, at(1))
+      await asker.submit('/portal/forgot', '/portal/forgot', { email })
+      const link = await mailedLink(target, email, 'reset_password')
+      const token = new URL(link, target.baseUrl).searchParams.get('token') ?? ''
+      const reset = (await asker.submit(link, '/portal/reset', { token, password: 'first new long passphrase' })).status
+      const again = (await asker.submit('/portal/forgot', '/portal/reset', { token, password: 'second new long passphrase' })).status
+      const forged = (await asker.submit('/portal/forgot', '/portal/reset', { token: token.replace(/^./, (first) => (first === 'A' ? 'B' : 'A')), password: 'third new long passphrase' })).status
+      const second = await new Browser(target.baseUrl, at(2)).submit('/portal/login', '/portal/login', { email, password: 'second new long passphrase' })
+      const observed = `reset ${reset}; the same link again ${again}; a forged token ${forged}; the second password ${second.status === 303 ? 'set' : 'never set'}`
+      return { observed, ok: observed === 'reset 303; the same link again 410; a forged token 410; the second password never set' }
+    }
+  },
+  {
+    item: '42.3',
+    name: 'email enumeration through forgot-password: an account\'s email and an unknown one, answered alike; only the account gets a link',
+    expected: 'same status and page; a link for the account only',
+    run: async (target) => {
+      const known = unique('known')
+      const at = addresses()
+      await signedUp(target, known, at(0))
+      const unknown = unique('unknown')
+      const one = await new Browser(target.baseUrl, at(1)).submit('/portal/forgot', '/portal/forgot', { email: known })
+      const other = await new Browser(target.baseUrl, at(2)).submit('/portal/forgot', '/portal/forgot', { email: unknown })
+      await mailedLink(target, known, 'reset_password')
+      const rows = await target.store.mailOutbox.list({ pendingOnly: false, limit: 500 })
+      const same = pageShape(one, known) === pageShape(other, unknown)
+      const observed = `${same ? 'same status and page' : `answers differ (${one.status} vs ${other.status})`}; ${rows.some((row) => row.recipient === unknown) ? 'a message to the unknown email' : 'a link for the account only'}`
+      return { observed, ok: observed === 'same status and page; a link for the account only' }
+    }
+  },
+  {
+    item: '42.4',
+    name: 'email enumeration through the forgot-password throttle and the resend form',
+    expected: 'an unknown email throttled like a known one: 200 200 200 429 both; resend names no email: 303 to log-in without a session',
+    run: async (target) => {
+      const known = unique('throttle')
+      const at = addresses()
+      await signedUp(target, known, at(0))
+      const statuses = async (email: string, offset: number): Promise<string> => {
+        const result: number[] = []
+        for (let index = 0; index < 4; index++) result.push((await new Browser(target.baseUrl, at(offset + index)).submit('/portal/forgot', '/portal/forgot', { email })).status)
+        return result.join(' ')
+      }
+      const knownStatuses = await statuses(known, 10)
+      const unknownStatuses = await statuses(unique('nobody'), 20)
+      const resend = await new Browser(target.baseUrl, at(30)).post('/portal/keys/verification', { email: known })
+      const throttle = knownStatuses === unknownStatuses ? `an unknown email throttled like a known one: ${knownStatuses} both` : `known ${knownStatuses}, unknown ${unknownStatuses}`
+      const observed = `${throttle}; resend names no email: ${resend.status} to ${resend.headers.get('location') === '/portal/login' ? 'log-in' : resend.headers.get('location') ?? '-'} without a session`
+      return { observed, ok: observed === 'an unknown email throttled like a known one: 200 200 200 429 both; resend names no email: 303 to log-in without a session' }
+    }
+  }
+]
 
 export const CASES: AttackCase[] = [
   // 2. A NUL byte was a 500 on PostgreSQL.
@@ -854,6 +952,7 @@ export const CASES: AttackCase[] = [
       return { observed, ok: observed === '400 400 400 201' }
     }
   },
+  ...MAIL_CASES,
   ...([['U+202E', 'moc.elpmaxe@\u202enilla'], ['U+0085', 'alice@attack.example\u0085']] as const).map(([character, email]): AttackCase => ({
     item: '39.10',
     name: `text rules: sign-up with ${character} in the email`,

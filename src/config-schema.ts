@@ -114,6 +114,16 @@ export const ConfigSchema = Type.Object({
     description: 'bearer token that `GET /metrics` requires; without it `/metrics` is not served at all'
   }),
   metricsEnabled: Type.Boolean({ env: 'METRICS_ENABLED', default: true, description: 'count requests and serve `GET /metrics` (the benchmark turns it off to measure what metrics cost)' }),
+  smtpUrl: optionalString({
+    env: 'SMTP_URL',
+    secret: 'password',
+    accepts: '`smtp://…` or `smtps://…` (user and password in the URL)',
+    defaultText: 'unset (each message is written to the log at `info`)',
+    description: 'mail server the outbox sends through: verification and password reset links, security notices',
+    guide: { title: 'Mail', href: '#mail' }
+  }),
+  mailFrom: Type.String({ env: 'MAIL_FROM', default: 'Animal Store <no-reply@localhost>', accepts: 'an address, optionally with a name', description: 'sender (`From`) of every message' }),
+  mailGiveUpAfterMs: integer(1000, 7 * 86_400_000, 86_400_000, { env: 'MAIL_GIVE_UP_AFTER_MS', description: 'a message still not sent this long after it was written is marked `failed` in the outbox (retries back off exponentially until then)' }),
   trustProxy: list({
     env: 'TRUST_PROXY',
     accepts: 'comma-separated IPs or CIDR ranges (or `loopback`, `linklocal`, `uniquelocal`)',

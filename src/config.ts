@@ -31,6 +31,8 @@ const READERS: Partial<Record<ConfigKey, Reader>> = {
   publicBaseUrl: readBaseUrl,
   stagingBaseUrl: readBaseUrl,
   redisUrl: readRedisUrl,
+  smtpUrl: readSmtpUrl,
+  mailFrom: readMailFrom,
   corsOrigins: readOrigins,
   metricsToken: readToken,
   trustProxy: readTrustProxy,
@@ -190,6 +192,16 @@ function readToken (value: string): string | Invalid {
 
 function readRedisUrl (value: string): string | Invalid {
   return /^rediss?:\/\/./.test(value) ? value : new Invalid('expected redis://host:port or rediss://…')
+}
+
+function readSmtpUrl (value: string): string | Invalid {
+  return /^smtps?:\/\/./.test(value) ? value : new Invalid('expected smtp://user:password@host:port or smtps://…')
+}
+
+/** An address, optionally with a name (`Animal Store <no-reply@example.com>`): one line of visible text. */
+function readMailFrom (value: string): string | Invalid {
+  const visible = [...value].every((character) => (character.codePointAt(0) ?? 0) >= 0x20 && character !== '\u007F')
+  return value.length <= 320 && visible && /^[^@]*?[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+>?$/.test(value) ? value : new Invalid('expected an address such as no-reply@example.com or Animal Store <no-reply@example.com>')
 }
 
 function readOrigins (value: string): string[] | Invalid | undefined {

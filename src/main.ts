@@ -4,6 +4,7 @@ import { buildApp, serviceLogger } from './app.js'
 import { leaveCluster, runPrimary, withWorkerId } from './cluster.js'
 import { explainFailure } from './cli/explain-failure.js'
 import { redactUrl, type Config } from './config.js'
+import { startMailJobs } from './services/mail-jobs.js'
 import { startTracing, type Tracing } from './services/tracing.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
@@ -26,6 +27,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   let store: Store | undefined
   let app: FastifyInstance | undefined
   let tracing: Tracing | undefined
+  let mail: ReturnType<typeof startMailJobs> | undefined
   let stopping: Promise<void> | undefined
 
   // Installed before anything starts: a signal that arrives while the server is still
@@ -41,6 +43,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
       .catch(() => {})
       .then(async () => {
         await app?.close()
+        await mail?.close()
         await store?.close()
         // The spans of the last requests are exported before the process ends.
         await tracing?.shutdown()
@@ -71,6 +74,8 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     if (tracing !== undefined) logger.info(`tracing: spans are exported to ${redactUrl(tracing.url)}`)
     app = await buildApp({ config, store, logger })
     if (stopping === undefined) await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningLine })
+    // Every instance sends: the outbox's claims keep two from sending one message.
+    if (stopping === undefined) mail = startMailJobs(config, store, logger)
   })()
 
   try {
@@ -84,6 +89,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     process.removeListener('SIGTERM', stop)
     process.removeListener('SIGINT', stop)
     await app?.close().catch(() => {})
+    await mail?.close().catch(() => {})
     await store?.close().catch(() => {})
     await tracing?.shutdown().catch(() => {})
     leaveCluster()

@@ -11,6 +11,7 @@ import { petOperations, type PetOperationsOptions } from '../http/routes/pets.js
 import { rootRoutes } from '../http/routes/root.js'
 import { storeOrderOperations } from '../http/routes/store-orders.js'
 import { portalRoutes } from '../portal/routes.js'
+import { mailLinksOf } from '../services/mail-messages.js'
 import type { AppServices } from './services.js'
 
 /** The API's operations, and their OpenAPI document, built from their schemas once. */
@@ -36,5 +37,5 @@ export async function registerFrameworkRoutes (app: FastifyInstance, { config, s
   if (config.metricsEnabled && config.metricsToken !== undefined) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
   // Debug, not info: most first runs need no metrics, and the start-up stays one line.
   else if (config.metricsEnabled) log.debug('GET /metrics is off: set METRICS_TOKEN to a secret of 16 or more characters to serve it to scrapers that send that token')
-  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl })
+  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl, links: mailLinksOf(config) })
 }

@@ -3,11 +3,12 @@ import { closestMatch } from 'leven'
 import { ConfigError, loadConfig, type Config } from '../config.js'
 import { AccountsError } from '../services/accounts.js'
 import { DuplicateEmailError } from '../storage/store.js'
-import { accountsCreate, accountsReset2fa, accountsSetPassword } from './commands/accounts.js'
+import { accountsCreate, accountsReset2fa, accountsSetPassword, accountsVerify } from './commands/accounts.js'
 import { audit } from './commands/audit.js'
 import { backup } from './commands/backup.js'
 import { configCommand } from './commands/config.js'
 import { keysCreate, keysList, keysRevoke, keysRoll, keysUsage } from './commands/keys.js'
+import { mailOutbox } from './commands/mail.js'
 import { migrate } from './commands/migrate.js'
 import { seed } from './commands/seed.js'
 import { serveCommand } from './commands/serve.js'
@@ -21,11 +22,13 @@ const COMMANDS: Record<string, Command> = {
   'accounts create': accountsCreate,
   'accounts set-password': accountsSetPassword,
   'accounts reset-2fa': accountsReset2fa,
+  'accounts verify': accountsVerify,
   'keys create': keysCreate,
   'keys list': keysList,
   'keys revoke': keysRevoke,
   'keys roll': keysRoll,
   'keys usage': keysUsage,
+  'mail outbox': mailOutbox,
   audit,
   seed,
   backup

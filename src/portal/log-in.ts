@@ -11,7 +11,9 @@ import {
   type ThrottledBy
 } from '../core/login-throttle.js'
 import { needsRehash, passwordProblem } from '../core/passwords.js'
+import { signUpVerification } from '../services/account-mail.js'
 import { appendAuditEvent, type AuditContext } from '../services/audit-trail.js'
+import type { MailLinks } from '../services/mail-messages.js'
 import { DuplicateEmailError, type Store } from '../storage/store.js'
 import { PasswordHasherBusyError, type BusyReason, type PasswordClient, type PasswordHasher, type PasswordWork } from './password.js'
 
@@ -120,7 +122,7 @@ export type SignUpResult =
   | Busy
 
 /** Creates an account with a password; each sign-up counts against the address, as it costs a hash. */
-export async function signUp (store: Store, hasher: PasswordHasher, devices: DeviceCookieSecret, input: { email: string, password: string, ip: string }): Promise<SignUpResult> {
+export async function signUp (store: Store, hasher: PasswordHasher, devices: DeviceCookieSecret, links: MailLinks, input: { email: string, password: string, ip: string }): Promise<SignUpResult> {
   const problem = passwordProblem(input.password)
   if (problem !== undefined) return { outcome: 'invalid_password', message: problem }
   return admitted(hasher, { ip: input.ip, kind: 'sign-up' }, async (passwords): Promise<SignUpResult> => {
@@ -132,10 +134,12 @@ export async function signUp (store: Store, hasher: PasswordHasher, devices: Dev
     if (await store.accounts.findByEmail(input.email) !== undefined) return { outcome: 'duplicate' }
     const passwordHash = await passwords.hash(input.password)
     try {
-      const account = await store.accounts.create({ email: input.email, name: null, passwordHash })
+      // Unverified until its owner follows the link, whose message is written in the same transaction.
+      const account = await store.accounts.create({ email: input.email, name: null, passwordHash, verification: signUpVerification(links) })
       const context: AuditContext = { actor: 'portal', address: input.ip }
       await appendAuditEvent(store.audit, 'account_created', context, { accountId: account.id, detail: 'signed up in the portal' })
       await appendAuditEvent(store.audit, 'password_set', context, { accountId: account.id })
+      await appendAuditEvent(store.audit, 'verification_sent', context, { accountId: account.id, detail: 'at sign-up' })
       return { outcome: 'ok', accountId: account.id, deviceCookie: newDeviceCookie(devices.secret, input.email, now) }
     } catch (error) {
       if (error instanceof DuplicateEmailError) return { outcome: 'duplicate' }

@@ -4,6 +4,7 @@ import formbody from '@fastify/formbody'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { withoutControlCharacters } from '../core/accounts.js'
 import { ApiError } from '../core/errors.js'
+import type { MailLinks } from '../services/mail-messages.js'
 import { StoreUnavailableError, type Store } from '../storage/store.js'
 import { PresessionCsrf } from './csrf.js'
 import { NewKeyCookie } from './new-key-cookie.js'
@@ -15,6 +16,7 @@ import { twoStepRoutes } from './routes/two-step.js'
 import { assetRoutes } from './routes/assets.js'
 import { sendErrorPage, sendPage, type PortalContext } from './routes/context.js'
 import { keyRoutes } from './routes/keys.js'
+import { mailLinkRoutes } from './routes/mail-links.js'
 import { signedInScope } from './routes/signed-in.js'
 import { logOutRoute, signUpAndLogInRoutes } from './routes/sign-up-and-log-in.js'
 import { usageAndEventRoutes } from './routes/usage-and-events.js'
@@ -28,6 +30,8 @@ export interface PortalOptions {
   store: Store
   /** PUBLIC_BASE_URL: the API base in the first-request snippet; https here makes cookies Secure. */
   publicBaseUrl: string | undefined
+  /** Where mailed links point (mailLinksOf). */
+  links: MailLinks
 }
 
 /** What every portal page is sent with; no inline script or style anywhere, so the CSP can forbid both. */
@@ -94,7 +98,7 @@ export function sendPortalFrameworkError (error: FastifyError, request: FastifyR
  * OpenAPI document. Cookies and form bodies are parsed here only, so the API keeps its
  * strict JSON body handling.
  */
-export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl }: PortalOptions): Promise<void> {
+export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl, links }: PortalOptions): Promise<void> {
   await readFormsOnly(app)
   app.addHook('preHandler', async function refuseRepeatedFields (request) {
     const name = repeatedField(request.body, request.routeOptions.config.repeatableFields ?? [])
@@ -105,7 +109,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return payload
   })
 
-  const ctx = await portalContext(store, publicBaseUrl)
+  const ctx = await portalContext(store, publicBaseUrl, links)
   app.setNotFoundHandler(function portalNotFound (_request, reply) {
     return sendErrorPage(ctx, reply, 404, 'Page not found', 'There is no page at this address.')
   })
@@ -119,6 +123,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
   await app.register(assetRoutes)
   await app.register(signUpAndLogInRoutes, ctx)
   await app.register(logInCodeRoutes, ctx)
+  await app.register(mailLinkRoutes, ctx)
   await app.register(signedInScope(ctx, [logOutRoute, keyRoutes, usageAndEventRoutes, twoStepRoutes, sessionRoutes]))
 }
 
@@ -139,12 +144,13 @@ async function readFormsOnly (app: FastifyInstance): Promise<void> {
 }
 
 /** The sessions, the CSRF and new-key cookies' secrets (shared by every instance through the database) and the assets. */
-async function portalContext (store: Store, publicBaseUrl: string | undefined): Promise<PortalContext> {
+async function portalContext (store: Store, publicBaseUrl: string | undefined, links: MailLinks): Promise<PortalContext> {
   const policy = { publicHttps: publicBaseUrl?.startsWith('https:') === true }
   const secret = async (name: string): Promise<string> => await store.setting(name, () => randomBytes(32).toString('base64url'))
   return {
     store,
     publicBaseUrl,
+    links,
     policy,
     sessions: new Sessions(store, policy),
     presession: new PresessionCsrf(await secret('portal_csrf_secret'), policy),

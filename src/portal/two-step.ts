@@ -10,6 +10,7 @@ import {
   totpStep,
   totpUri
 } from '../core/two-step.js'
+import { securityMailFor } from '../services/accounts.js'
 import { appendAuditEvent, type AuditContext } from '../services/audit-trail.js'
 import type { Store } from '../storage/store.js'
 import { admitted, type Busy, type Throttled } from './log-in.js'
@@ -94,14 +95,15 @@ export async function confirmSetup (store: Store, sealing: TotpSealing, account:
   if (step === undefined) return { outcome: 'wrong_code' }
   const recoveryCodes = newRecoveryCodes()
   const hashes = recoveryCodes.map((shown) => hashRecoveryCode(shown.replace('-', '')))
-  if (!await store.twoStep.enable(account.id, row.secretSealed, step, now, hashes)) return { outcome: 'no_setup' }
+  const mail = await securityMailFor(store, account.id, { type: 'two_step_enabled' }, context)
+  if (!await store.twoStep.enable(account.id, row.secretSealed, step, now, hashes, mail)) return { outcome: 'no_setup' }
   await appendAuditEvent(store.audit, 'two_step_enabled', context, { accountId: account.id, detail: 'TOTP, with 10 recovery codes' })
   return { outcome: 'ok', recoveryCodes }
 }
 
 /** Turns two-step verification off once a current code has been accepted (checkCode); audited unless it was off already. */
 export async function turnOff (store: Store, account: { id: number }, via: 'code' | 'recovery code', context: AuditContext): Promise<void> {
-  if (await store.twoStep.remove(account.id)) {
+  if (await store.twoStep.remove(account.id, await securityMailFor(store, account.id, { type: 'two_step_disabled' }, context))) {
     await appendAuditEvent(store.audit, 'two_step_disabled', context, { accountId: account.id, detail: `confirmed with a ${via}` })
   }
 }

@@ -16,8 +16,10 @@ import {
   type Scope
 } from '../core/api-keys.js'
 import { hashPassword, passwordProblem } from '../core/passwords.js'
-import { KeyLimitError, type AccountRow, type ApiKeyRow, type RevokeResult, type Store } from '../storage/store.js'
+import { KeyLimitError, type AccountRow, type ApiKeyRow, type NewMail, type RevokeResult, type Store } from '../storage/store.js'
+import { DEFAULT_LINKS } from './account-mail.js'
 import { appendAuditEvent, type AuditContext } from './audit-trail.js'
+import { securityMail, type SecurityEvent } from './mail-messages.js'
 
 /** Who acts when no one else is named: an operator at the command line. */
 const OPERATOR: AuditContext = { actor: 'cli' }
@@ -60,6 +62,15 @@ async function accountOrFail (store: Store, emailText: string): Promise<AccountR
   return account
 }
 
+/** Marks the account's email verified by hand: an operator vouches for it (accounts made by the CLI are verified already). */
+export async function verifyAccountEmail (store: Store, emailText: string, context: AuditContext = OPERATOR): Promise<{ account: AccountRow, already: boolean }> {
+  const account = await accountOrFail(store, emailText)
+  if (account.emailVerifiedAt !== null) return { account, already: true }
+  await store.accounts.markEmailVerified(account.id, new Date())
+  await appendAuditEvent(store.audit, 'email_verified', context, { accountId: account.id, detail: 'vouched for by an operator' })
+  return { account, already: false }
+}
+
 /** Creates an account; throws DuplicateEmailError when the email is taken. */
 export async function createAccount (store: Store, input: { email: string, name?: string | undefined }, context: AuditContext = OPERATOR): Promise<AccountRow> {
   const name = textOrFail('name', input.name ?? '').trim() || null
@@ -74,6 +85,12 @@ export function keyLabelOrFail (text: string | undefined): string | null {
   const label = textOrFail('label', text ?? '').trim() || null
   if (label !== null && label.length > MAX_LABEL_LENGTH) throw new AccountsError(`the label must be at most ${MAX_LABEL_LENGTH} characters long`)
   return label
+}
+
+/** The security message to the account's owner for the event; undefined when the account is gone. */
+export async function securityMailFor (store: Store, accountId: number, event: SecurityEvent, context: AuditContext): Promise<NewMail | undefined> {
+  const account = await store.accounts.findById(accountId)
+  return account && securityMail(context.links ?? DEFAULT_LINKS, account.email, event, new Date(), context.address)
 }
 
 /** Counts one change of the account's keys; throws KeyChangeRateError once the window's budget is spent. */
@@ -139,10 +156,12 @@ function describeTerms (row: ApiKeyRow): string {
 export async function issueApiKey (store: Store, accountId: number, label: string | null, terms: KeyTerms, context: AuditContext = OPERATOR): Promise<{ key: string, row: ApiKeyRow }> {
   await countKeyChange(store, 'generation', accountId)
   const generated = generateApiKey()
+  const id = newKeyId()
+  const mail = await securityMailFor(store, accountId, { type: 'key_created', keyId: id, label }, context)
   try {
     const row = await store.apiKeys.create({
-      id: newKeyId(), accountId, label, prefix: generated.prefix, hash: generated.hash, scopes: terms.scopes ?? DEFAULT_SCOPES, expiresAt: terms.expiresAt ?? null
-    }, { maxLive: MAX_LIVE_KEYS })
+      id, accountId, label, prefix: generated.prefix, hash: generated.hash, scopes: terms.scopes ?? DEFAULT_SCOPES, expiresAt: terms.expiresAt ?? null
+    }, { maxLive: MAX_LIVE_KEYS }, mail)
     await appendAuditEvent(store.audit, 'key_created', context, { accountId, keyId: row.id, detail: describeTerms(row) })
     return { key: generated.key, row }
   } catch (error) {
@@ -176,9 +195,11 @@ export async function rollApiKey (store: Store, keyId: string, options: { graceM
   await countKeyChange(store, 'generation', existing.accountId)
   const graceMs = options.graceMs ?? DEFAULT_ROLL_GRACE_MS
   const generated = generateApiKey()
+  const successorId = newKeyId()
+  const mail = await securityMailFor(store, existing.accountId, { type: 'key_rolled', keyId, successorId }, context)
   let result
   try {
-    result = await store.apiKeys.roll(keyId, { id: newKeyId(), prefix: generated.prefix, hash: generated.hash }, { graceMs, maxLive: MAX_LIVE_KEYS })
+    result = await store.apiKeys.roll(keyId, { id: successorId, prefix: generated.prefix, hash: generated.hash }, { graceMs, maxLive: MAX_LIVE_KEYS, mail })
   } catch (error) {
     if (error instanceof KeyLimitError) throw new LiveKeyLimitError(error.limit)
     throw error
@@ -199,7 +220,7 @@ export async function setAccountPassword (store: Store, input: { email: string, 
   const problem = controlCharacterProblem('password', input.password) ?? passwordProblem(input.password)
   if (problem !== undefined) throw new AccountsError(problem)
   const account = await accountOrFail(store, input.email)
-  await store.accounts.setPasswordHash(account.id, await hashPassword(input.password))
+  await store.accounts.setPasswordHash(account.id, await hashPassword(input.password), await securityMailFor(store, account.id, { type: 'password_changed' }, context))
   await appendAuditEvent(store.audit, 'password_set', context, { accountId: account.id })
   return { account, endedSessions: await store.sessions.deleteByAccount(account.id) }
 }
@@ -210,7 +231,7 @@ export async function setAccountPassword (store: Store, input: { email: string, 
  */
 export async function resetTwoStep (store: Store, email: string, context: AuditContext = OPERATOR): Promise<{ account: AccountRow, removed: boolean }> {
   const account = await accountOrFail(store, email)
-  const removed = await store.twoStep.remove(account.id)
+  const removed = await store.twoStep.remove(account.id, await securityMailFor(store, account.id, { type: 'two_step_disabled' }, context))
   if (removed) await appendAuditEvent(store.audit, 'two_step_disabled', context, { accountId: account.id, detail: 'removed by an operator' })
   return { account, removed }
 }

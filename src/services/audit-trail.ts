@@ -1,4 +1,5 @@
 import type { Scope } from '../core/api-keys.js'
+import type { MailLinks } from './mail-messages.js'
 import type { AuditActor, AuditEventType, AuditRepository, NewAuditEvent } from '../storage/store.js'
 
 const HOUR_MS = 3_600_000
@@ -9,6 +10,8 @@ export interface AuditContext {
   actor: AuditActor
   /** The client's address; absent for the CLI. */
   address?: string | undefined
+  /** Where the links of the security mail the change causes point (DEFAULT_LINKS when absent). */
+  links?: MailLinks | undefined
 }
 
 /**

@@ -39,6 +39,8 @@ export interface AccountRow {
   email: string
   name: string | null
   createdAt: Date
+  /** When the email was shown to reach its owner (or an operator vouched for it); null until then. */
+  emailVerifiedAt: Date | null
 }
 
 export class DuplicateEmailError extends Error {
@@ -53,15 +55,96 @@ export interface AccountCredentials {
   passwordHash: string | null
 }
 
+/** A message to send, as the outbox keeps it: the link is the one thing it asks the reader to act on. */
+export interface NewMail {
+  recipient: string
+  subject: string
+  text: string
+  html: string
+  link: string
+  /** What caused it (`verify_email`, `reset_password`, `key_created`, …), for the operator's listing. */
+  kind: string
+}
+
+export type MailStatus = 'pending' | 'sent' | 'failed'
+
+export interface MailRow extends NewMail {
+  id: number
+  status: MailStatus
+  createdAt: Date
+  /** When a sender may next claim it (a claim moves it past the time the sending may take). */
+  nextAttemptAt: Date
+  attempts: number
+  lastError: string | null
+  /** When it was sent, or given up. */
+  finishedAt: Date | null
+}
+
+/**
+ * The durable outbox. Events that cause mail write their message in their own transaction (the
+ * repositories' `mail` arguments); senders on every instance claim due messages so that each is
+ * handed to one sender at a time.
+ */
+export interface MailOutboxRepository {
+  enqueue (mail: NewMail): Promise<number>
+  /**
+   * Claims up to `limit` pending messages due at `now` and moves their next attempt to `leaseUntil`,
+   * counting an attempt: concurrent claims on any instance never return the same message.
+   */
+  claimDue (now: Date, leaseUntil: Date, limit: number): Promise<MailRow[]>
+  markSent (id: number, at: Date): Promise<void>
+  /** A failed attempt: pending again from `nextAttemptAt`. */
+  retryLater (id: number, nextAttemptAt: Date, error: string): Promise<void>
+  /** Given up: failed for good. */
+  markFailed (id: number, at: Date, error: string): Promise<void>
+  /** The newest messages first, or the pending ones only. */
+  list (query: { pendingOnly: boolean, limit: number }): Promise<MailRow[]>
+}
+
+export type AccountTokenPurpose = 'verify' | 'reset'
+
+/** A single-use link's token, by the SHA-256 digest of the token. */
+export interface AccountTokenRow {
+  tokenHash: string
+  accountId: number
+  purpose: AccountTokenPurpose
+  createdAt: Date
+  expiresAt: Date
+  usedAt: Date | null
+}
+
+export interface AccountTokenRepository {
+  /** Stores the token and writes its message to the outbox, in one transaction; earlier unused tokens of the account for the purpose end. */
+  issue (token: { tokenHash: string, accountId: number, purpose: AccountTokenPurpose, expiresAt: Date }, mail: NewMail): Promise<void>
+  find (tokenHash: string): Promise<AccountTokenRow | undefined>
+  /** Uses an unused, unexpired verification token and marks the account's email verified (one transaction); its account id, or undefined. */
+  verifyEmail (tokenHash: string, now: Date): Promise<number | undefined>
+  /**
+   * Uses an unused, unexpired reset token: sets the password hash, ends every unused reset token and
+   * every session of the account, and writes the message, in one transaction. Undefined when the token cannot be used.
+   */
+  resetPassword (tokenHash: string, now: Date, passwordHash: string, mail: NewMail): Promise<{ accountId: number, endedSessions: number } | undefined>
+}
+
 export interface AccountRepository {
-  /** Throws DuplicateEmailError when the (lower-cased) email is taken. */
-  create (account: { email: string, name: string | null, passwordHash?: string | null }): Promise<AccountRow>
+  /**
+   * Throws DuplicateEmailError when the (lower-cased) email is taken. With `verification`, the account
+   * starts unverified and its token and message are written in the same transaction; without, it is verified.
+   */
+  create (account: {
+    email: string
+    name: string | null
+    passwordHash?: string | null
+    verification?: { tokenHash: string, expiresAt: Date, mail: (account: AccountRow) => NewMail }
+  }): Promise<AccountRow>
   findByEmail (email: string): Promise<AccountRow | undefined>
   findById (id: number): Promise<AccountRow | undefined>
   /** What a log-in checks; undefined when no account has the email. */
   findCredentials (email: string): Promise<AccountCredentials | undefined>
-  /** Replaces the account's password hash; false when no account has that id. */
-  setPasswordHash (accountId: number, passwordHash: string): Promise<boolean>
+  /** Replaces the account's password hash (with `mail` written in the same transaction); false when no account has that id. */
+  setPasswordHash (accountId: number, passwordHash: string, mail?: NewMail): Promise<boolean>
+  /** Marks the email verified (an operator vouches for it); false when no account has that id. */
+  markEmailVerified (accountId: number, at: Date): Promise<boolean>
 }
 
 export interface ApiKeyRow {
@@ -143,14 +226,14 @@ export interface ApiKeyRepository {
    * and the insert are one transaction that holds the account's row (PostgreSQL) or the write lock
    * (SQLite), so concurrent creations on any instance cannot overshoot the cap.
    */
-  create (key: NewApiKey, limits: { maxLive: number }): Promise<ApiKeyRow>
+  create (key: NewApiKey, limits: { maxLive: number }, mail?: NewMail): Promise<ApiKeyRow>
   /**
    * Issues `successor` with the label and scopes of the live key `id` (and, when that one expires,
    * the same lifetime from now), and makes the old key expire `graceMs` from now unless it expires
    * sooner; records the old key's invalidation. One transaction, under the same cap as create():
    * the old key counts until it expires.
    */
-  roll (id: string, successor: { id: string, prefix: string, hash: string }, options: { graceMs: number, maxLive: number }): Promise<RollResult>
+  roll (id: string, successor: { id: string, prefix: string, hash: string }, options: { graceMs: number, maxLive: number, mail?: NewMail }): Promise<RollResult>
   /** The key with that SHA-256 digest, live or not; undefined when none. */
   findByHash (hash: string): Promise<ApiKeyRow | undefined>
   /** The key with that id, revoked or not; undefined when none. */
@@ -168,6 +251,13 @@ export interface ApiKeyRepository {
   revocationMarker (): Promise<number>
   /** The keys invalidated after `marker` (see KeyInvalidations); instances poll it. */
   invalidationsSince (marker: number): Promise<KeyInvalidations>
+  /**
+   * Live keys, not rolled, expiring in (now, until], whose lifetime is longer than `minLifetimeMs` and
+   * whose owner has not been reminded: the candidates of the expiry reminder.
+   */
+  expiringUnreminded (now: Date, until: Date, minLifetimeMs: number, limit: number): Promise<ApiKeyRow[]>
+  /** Marks the key reminded and writes the message, in one transaction, unless it was reminded already (false). */
+  remindExpiry (id: string, at: Date, mail: NewMail): Promise<boolean>
   /** Writes last-used times, never moving one backwards. */
   recordLastUsed (uses: ReadonlyArray<{ id: string, at: Date }>): Promise<void>
 }
@@ -199,7 +289,8 @@ export interface KeyUsageRepository {
 export const AUDIT_EVENTS = [
   'account_created', 'password_set', 'login_succeeded', 'login_failed',
   'key_created', 'key_rolled', 'key_revoked', 'key_expired', 'scope_denied',
-  'two_step_enabled', 'two_step_disabled', 'sessions_ended'
+  'two_step_enabled', 'two_step_disabled', 'sessions_ended',
+  'verification_sent', 'email_verified', 'password_reset_requested', 'password_reset', 'key_expiry_reminded'
 ] as const
 export type AuditEventType = typeof AUDIT_EVENTS[number]
 export type AuditActor = 'cli' | 'portal' | 'api'
@@ -291,17 +382,17 @@ export interface TwoStepRepository {
   startSetup (accountId: number, secretSealed: string): Promise<boolean>
   /**
    * Turns the pending setup on, accepting `step` as its first code, and replaces the account's
-   * recovery codes with these digests, in one transaction; false when no setup with that secret waits.
+   * recovery codes with these digests, and writes the mail, in one transaction; false when no setup with that secret waits.
    */
-  enable (accountId: number, secretSealed: string, step: number, at: Date, recoveryCodeHashes: readonly string[]): Promise<boolean>
+  enable (accountId: number, secretSealed: string, step: number, at: Date, recoveryCodeHashes: readonly string[], mail?: NewMail): Promise<boolean>
   /** Accepts a code of this time step unless one of this step or a later one was accepted before (atomic across instances). */
   useStep (accountId: number, step: number): Promise<boolean>
   /** The digests of the account's recovery codes not used yet. */
   unusedRecoveryCodes (accountId: number): Promise<string[]>
   /** Marks the recovery code used; false when it was already used (or is not the account's). */
   useRecoveryCode (accountId: number, codeHash: string, at: Date): Promise<boolean>
-  /** Removes the secret and the recovery codes; false when there was nothing to remove. */
-  remove (accountId: number): Promise<boolean>
+  /** Removes the secret and the recovery codes; false when there was nothing to remove. The mail is written only when something was. */
+  remove (accountId: number, mail?: NewMail): Promise<boolean>
 }
 
 export interface LoginAttemptCount {
@@ -420,6 +511,8 @@ export interface Store {
   readonly sessions: SessionRepository
   readonly twoStep: TwoStepRepository
   readonly loginAttempts: LoginAttemptRepository
+  readonly mailOutbox: MailOutboxRepository
+  readonly accountTokens: AccountTokenRepository
   /** The named setting, created with the given value if it does not exist yet; all instances see the same value. */
   setting (name: string, createValue: () => string): Promise<string>
   /** Applies pending migrations; returns the versions applied. */

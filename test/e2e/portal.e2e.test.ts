@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { tempDir } from '../helpers/build-app.js'
 import { eventually } from '../helpers/eventually.js'
+import { linkPathOf } from '../helpers/portal-client.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 /** Debian's chromium package: Playwright's own browser download does not work here. */
@@ -68,10 +69,16 @@ async function fillCredentials (page: Page, email: string, password: string): Pr
   await page.getByLabel('Password', { exact: true }).fill(password)
 }
 
-async function signUp (page: Page, email: string, password: string): Promise<void> {
+/** Signs up; with `server`, then follows the verification link the sign-up wrote to the outbox, as its owner would. */
+async function signUp (page: Page, email: string, password: string, server?: TestServer): Promise<void> {
   await page.goto('/portal/signup')
   await fillCredentials(page, email, password)
   await page.getByRole('button', { name: 'Create account' }).click()
+  if (server === undefined) return
+  await page.waitForURL('**/portal/keys')
+  await page.goto(await linkPathOf(server.store, email, 'verify_email'))
+  await page.getByRole('link', { name: 'Go to your keys' }).click()
+  await page.waitForURL('**/portal/keys')
 }
 
 async function apiStatus (baseUrl: string, key: string): Promise<number> {
@@ -109,7 +116,7 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     await page.goto('/portal')
     await assert.doesNotReject(page.waitForURL('**/portal/login'))
     await page.getByRole('link', { name: 'Sign up' }).click()
-    await signUp(page, 'newcomer@example.com', PASSWORD)
+    await signUp(page, 'newcomer@example.com', PASSWORD, server)
     await page.waitForURL('**/portal/keys')
     assert.match(await page.locator('h1').innerText(), /API keys/)
 
@@ -192,7 +199,7 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
 
   test('a read-only key: made in the portal, refused a write by the API, its usage charted, rolled, and the events listed', { timeout: 180_000 }, async (t) => {
     const { server, page, consoleErrors } = await open(t)
-    await signUp(page, 'reader@example.com', PASSWORD)
+    await signUp(page, 'reader@example.com', PASSWORD, server)
     await page.waitForURL('**/portal/keys')
 
     await page.getByLabel('Label').fill('reporting')
@@ -261,15 +268,15 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     await page.waitForURL('**/portal/events')
     const events = async (): Promise<string[]> => await page.locator('table.events tbody td[data-label="Event"]').allInnerTexts()
     await reloadUntil(page, 'the scope refusal among the events', 10_000, async () => (await events()).includes('Request refused: scope missing'))
-    assert.deepEqual((await events()).filter((event) => event !== 'Request refused: scope missing'), ['Key rolled', 'Key created', 'Password set', 'Account created'])
+    assert.deepEqual((await events()).filter((event) => event !== 'Request refused: scope missing'), ['Key rolled', 'Key created', 'Email address verified', 'Verification link sent', 'Password set', 'Account created'])
     assert.match(await page.locator('table.events').innerText(), /Portal\s+127\.0\.0\.1/)
 
     assert.deepEqual(consoleErrors, [], 'no console errors, no CSP violations')
   })
 
   test('failure paths: wrong password, unknown email, duplicate email, short password and a form without its CSRF token', { timeout: 120_000 }, async (t) => {
-    const { page, consoleErrors } = await open(t)
-    await signUp(page, 'taken@example.com', PASSWORD)
+    const { server, page, consoleErrors } = await open(t)
+    await signUp(page, 'taken@example.com', PASSWORD, server)
     await page.waitForURL('**/portal/keys')
     await page.getByRole('button', { name: 'Log out' }).click()
     await page.waitForURL('**/portal/login?logged_out=1')

@@ -87,7 +87,16 @@ export function injectThroughServer (app: FastifyInstance): FastifyInstance {
 
 /** buildApp, with app.inject going through the server's request handler (injectThroughServer). */
 export async function buildServedApp (options: Parameters<typeof buildApp>[0]): Promise<FastifyInstance> {
-  return injectThroughServer(await buildApp(options))
+  const app = injectThroughServer(await buildApp(options))
+  STORES.set(app, options.store)
+  return app
+}
+
+const STORES = new WeakMap<FastifyInstance, Store>()
+
+/** The store a test app was built on: what a test reads the mail outbox of. */
+export function storeOfTestApp (app: FastifyInstance): Store | undefined {
+  return STORES.get(app)
 }
 
 /** The real application on a fresh SQLite file, with one account and key; use app.inject. Logs nothing unless given a logger. */
@@ -95,6 +104,7 @@ export async function buildTestApp (t: TestContext, env: Record<string, string> 
   const { store, dbPath, databaseUrl } = await openTestStore(t)
   const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger })
   injectThroughServer(app)
+  STORES.set(app, store)
   t.after(() => app.close())
   const key = await createTestKey(store)
   return { app, store, key, auth: { authorization: `Bearer ${key}` }, dbPath, databaseUrl }

@@ -1,5 +1,15 @@
 import assert from 'node:assert/strict'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { Store } from '../../src/storage/store.js'
+import { storeOfTestApp } from './build-app.js'
+
+/** The path and query of the link in the newest message of that kind to the recipient, read from the outbox. */
+export async function linkPathOf (store: Store, recipient: string, kind: string): Promise<string> {
+  const mail = (await store.mailOutbox.list({ pendingOnly: false, limit: 1000 })).find((row) => row.recipient === recipient && row.kind === kind)
+  assert.ok(mail, `no ${kind} message to ${recipient} in the outbox`)
+  const url = new URL(mail.link)
+  return url.pathname + url.search
+}
 
 /** Reads the hidden CSRF field of the (first) form of a portal page. */
 export function csrfTokenOf (body: string): string {
@@ -75,8 +85,18 @@ export class PortalClient {
     return this.post(actionUrl, { _csrf: csrfTokenOf(page.body), ...fields })
   }
 
-  async signUp (email: string, password: string): Promise<LightMyRequestResponse> {
-    return this.submit('/portal/signup', '/portal/signup', { email, password })
+  /**
+   * Signs up; when the sign-up succeeded, follows the verification link of the message it wrote
+   * to the outbox, as its owner would (`verify: false` leaves the account unverified).
+   */
+  async signUp (email: string, password: string, { verify = true }: { verify?: boolean } = {}): Promise<LightMyRequestResponse> {
+    const answer = await this.submit('/portal/signup', '/portal/signup', { email, password })
+    const store = storeOfTestApp(this.app)
+    if (verify && answer.statusCode === 303 && store !== undefined) {
+      const verified = await this.get(await linkPathOf(store, email.trim().toLowerCase(), 'verify_email'))
+      assert.equal(verified.statusCode, 200, verified.body)
+    }
+    return answer
   }
 
   async logIn (email: string, password: string): Promise<LightMyRequestResponse> {

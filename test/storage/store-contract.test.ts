@@ -330,7 +330,7 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.accounts.findById(cli.id), cli)
       assert.deepEqual(await store.accounts.findById(portal.id), portal)
       assert.equal(await store.accounts.findById(portal.id + 1000), undefined)
-      assert.deepEqual(Object.keys(portal).sort(), ['createdAt', 'email', 'id', 'name'], 'the hash never travels with the account')
+      assert.deepEqual(Object.keys(portal).sort(), ['createdAt', 'email', 'emailVerifiedAt', 'id', 'name'], 'the hash never travels with the account')
       assert.deepEqual(await store.accounts.findCredentials('cli@example.com'), { accountId: cli.id, passwordHash: null })
       assert.deepEqual(await store.accounts.findCredentials('portal@example.com'), { accountId: portal.id, passwordHash: '$scrypt$first' })
       assert.equal(await store.accounts.findCredentials('nobody@example.com'), undefined)
@@ -338,6 +338,49 @@ for (const engine of ENGINES) {
       assert.deepEqual(await store.accounts.findCredentials('cli@example.com'), { accountId: cli.id, passwordHash: '$scrypt$set' })
       assert.equal(await store.accounts.setPasswordHash(portal.id + 1000, '$scrypt$x'), false)
       await assert.rejects(store.accounts.create({ email: 'portal@example.com', name: null, passwordHash: '$scrypt$again' }), DuplicateEmailError)
+    })
+
+    test('mail outbox: concurrent claims never hand one message out twice; a claimed message is due again after its lease', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const mail = (index: number) => ({ recipient: `m${index}@example.com`, subject: 's', text: 't', html: '<p>h</p>', link: 'http://localhost/portal/keys', kind: 'test' })
+      for (let index = 0; index < 12; index++) await store.mailOutbox.enqueue(mail(index))
+      const now = new Date()
+      const lease = new Date(now.getTime() + 60_000)
+      const claims = await Promise.all([0, 1, 2, 3].map(async () => await store.mailOutbox.claimDue(now, lease, 5)))
+      const ids = claims.flat().map((row) => row.id)
+      assert.equal(ids.length, 12)
+      assert.equal(new Set(ids).size, 12, 'no message claimed twice')
+      assert.deepEqual(await store.mailOutbox.claimDue(now, lease, 5), [], 'nothing is due while leased')
+      const again = await store.mailOutbox.claimDue(new Date(lease.getTime() + 1), new Date(lease.getTime() + 60_000), 20)
+      assert.equal(again.length, 12, 'due again once the lease ends')
+      assert.ok(again.every((row) => row.attempts === 2))
+      await store.mailOutbox.markSent(again[0]?.id ?? 0, new Date())
+      await store.mailOutbox.markFailed(again[1]?.id ?? 0, new Date(), 'gave up')
+      assert.equal((await store.mailOutbox.list({ pendingOnly: true, limit: 50 })).length, 10)
+    })
+
+    test('account tokens: one use each, none after expiry, a newer token ends the older', async (t) => {
+      const store = await openStore(t)
+      if (!store) return
+      const account = await store.accounts.create({ email: 'tok@example.com', name: null, passwordHash: '$scrypt$x', verification: { tokenHash: 'a'.repeat(64), expiresAt: new Date(Date.now() + 60_000), mail: (row) => ({ recipient: row.email, subject: 's', text: 't', html: 'h', link: 'l', kind: 'verify_email' }) } })
+      assert.equal(account.emailVerifiedAt, null)
+      const reset = (hash: string, expiresAt: Date) => store.accountTokens.issue({ tokenHash: hash, accountId: account.id, purpose: 'reset', expiresAt }, { recipient: account.email, subject: 's', text: 't', html: 'h', link: 'l', kind: 'reset_password' })
+      await reset('b'.repeat(64), new Date(Date.now() + 60_000))
+      await reset('c'.repeat(64), new Date(Date.now() + 60_000))
+      assert.notEqual((await store.accountTokens.find('b'.repeat(64)))?.usedAt, null, 'the newer token ended the older')
+      const notice = { recipient: account.email, subject: 's', text: 't', html: 'h', link: 'l', kind: 'password_reset' }
+      assert.equal(await store.accountTokens.resetPassword('a'.repeat(64), new Date(), '$scrypt$y', notice), undefined, 'a verification token resets nothing')
+      const [first, second] = await Promise.all([
+        store.accountTokens.resetPassword('c'.repeat(64), new Date(), '$scrypt$y', notice),
+        store.accountTokens.resetPassword('c'.repeat(64), new Date(), '$scrypt$z', notice)
+      ])
+      assert.equal([first, second].filter((result) => result !== undefined).length, 1, 'used once, however many try at once')
+      assert.equal((await store.accounts.findById(account.id))?.emailVerifiedAt instanceof Date, true, 'a reset link shows the mailbox is the owner\'s')
+      await reset('d'.repeat(64), new Date(Date.now() - 1))
+      assert.equal(await store.accountTokens.resetPassword('d'.repeat(64), new Date(), '$scrypt$w', notice), undefined, 'expired')
+      assert.equal(await store.accountTokens.verifyEmail('a'.repeat(64), new Date()), account.id)
+      assert.equal(await store.accountTokens.verifyEmail('a'.repeat(64), new Date()), undefined, 'used')
     })
 
     test('sessions: found by token digest until deleted, extended, ended per account, purged once expired', async (t) => {

@@ -5,6 +5,7 @@ import { USAGE_KEPT_DAYS } from '../../services/usage-recorder.js'
 import type { ApiKeyRow, Store, UsageCount, UsageOutcome } from '../../storage/store.js'
 import { CliError, type CliContext, type Command } from '../context.js'
 import { integerOption, iso, spanText, table } from '../format.js'
+import { mailLinksOf } from '../../services/mail-messages.js'
 import { withStore } from '../with-store.js'
 
 const SECRET_NOTE = 'Copy it now: it is not stored and cannot be shown again.'
@@ -58,8 +59,8 @@ export const keysCreate: Command = {
     const email = values.email
     const scopes = values.scopes === undefined ? undefined : scopesOrFail(values.scopes)
     const expiresAt = expiryOrFail({ expiresIn: values['expires-in'], expiresAt: values['expires-at'] })
-    await withStore(context, async (store) => {
-      const created = await createApiKey(store, { email, label: values.label, scopes, expiresAt })
+    await withStore(context, async (store, config) => {
+      const created = await createApiKey(store, { email, label: values.label, scopes, expiresAt }, { actor: 'cli', links: mailLinksOf(config) })
       const { row, account } = created
       await deliverNewKey(context, store, [`Created key ${row.id}${row.label === null ? '' : ` (${row.label})`} for ${account.email}.`], created, 'run the command again')
     })
@@ -157,8 +158,8 @@ export const keysRoll: Command = {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { grace: { type: 'string' } }, strict: true })
     const keyId = onlyKeyId(positionals, 'keys roll')
     const graceMs = values.grace === undefined ? DEFAULT_ROLL_GRACE_MS : durationOrFail(values.grace, 'the grace period')
-    await withStore(context, async (store) => {
-      const rolled = await rollApiKey(store, keyId, { graceMs })
+    await withStore(context, async (store, config) => {
+      const rolled = await rollApiKey(store, keyId, { graceMs }, { actor: 'cli', links: mailLinksOf(config) })
       const { row, old } = rolled
       const until = old.expiresAt ?? new Date()
       const lines = [old.live

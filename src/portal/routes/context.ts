@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { isWellFormedKeyId } from '../../core/api-keys.js'
+import type { MailLinks } from '../../services/mail-messages.js'
 import type { ApiKeyRow, Store } from '../../storage/store.js'
 import type { PresessionCsrf } from '../csrf.js'
 import type { NewKeyCookie } from '../new-key-cookie.js'
@@ -15,6 +16,8 @@ export interface PortalContext {
   store: Store
   /** PUBLIC_BASE_URL: the API base in the first-request snippet. */
   publicBaseUrl: string | undefined
+  /** Where mailed links point. */
+  links: MailLinks
   policy: CookiePolicy
   sessions: Sessions
   presession: PresessionCsrf

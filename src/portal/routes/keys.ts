@@ -13,6 +13,7 @@ import {
   rollApiKey,
   scopesOrFail
 } from '../../services/accounts.js'
+import { resendVerification } from '../../services/account-mail.js'
 import type { ApiKeyRow } from '../../storage/store.js'
 import { choiceProblem, DEFAULT_EXPIRY_CHOICE, DEFAULT_GRACE_CHOICE, EXPIRY_CHOICES, GRACE_CHOICES, isOffered } from '../choices.js'
 import type { PortalSession } from '../session.js'
@@ -47,11 +48,28 @@ export async function keyRoutes (app: FastifyInstance, ctx: PortalContext): Prom
     const session = sessionOf(request)
     const key = await ownKey(ctx, session, request.params.keyId)
     if (key === undefined) return noSuchKey(ctx, reply, session)
+    const refused = unverified(ctx, reply, session)
+    if (refused !== undefined) return refused
     const refusal = notRollable(key)
     if (refusal !== undefined) return sendErrorPage(ctx, reply, 409, 'Cannot roll this key', refusal, session)
     return sendPage(reply, 200, rollPage({ assets: ctx.assets, session, key }))
   })
   app.post<{ Params: { keyId: string } }>('/keys/:keyId/roll', HIDDEN, async function rollKey (request, reply) { return await roll(ctx, request, reply) })
+  app.post('/keys/verification', HIDDEN, async function resendVerificationLink (request, reply) {
+    const session = sessionOf(request)
+    const result = await resendVerification(ctx.store, ctx.links, session.account, { actor: 'portal', address: request.ip })
+    if (result.outcome === 'throttled') {
+      reply.header('retry-after', String(result.retryAfterSeconds))
+      return sendErrorPage(ctx, reply, 429, 'Too many links', `We have sent several links in the last hour. Use the newest message, or try again in ${Math.ceil(result.retryAfterSeconds / 60)} minutes.`, session)
+    }
+    return await reply.redirect(`/portal/keys?verification=${result.outcome}`, 303)
+  })
+}
+
+/** An account whose email is not verified may look at its keys but not make new ones: the page that says why. */
+function unverified (ctx: PortalContext, reply: FastifyReply, session: PortalSession): FastifyReply | undefined {
+  if (session.account.emailVerifiedAt !== null) return undefined
+  return sendErrorPage(ctx, reply, 403, 'Verify your email first', `Follow the link we mailed to ${session.account.email} before generating or rolling keys. The keys page can send it again.`, session)
 }
 
 interface KeysPageExtras {
@@ -77,7 +95,8 @@ async function renderKeys (ctx: PortalContext, request: FastifyRequest, reply: F
 
 async function keysWithNotice (ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const session = sessionOf(request)
-  const { revoked, created } = request.query as Record<string, unknown>
+  const { revoked, created, verification } = request.query as Record<string, unknown>
+  if (verification === 'sent') return await renderKeys(ctx, request, reply, 200, { notice: `A new link is on its way to ${session.account.email}. Earlier links no longer work.` })
   if (typeof created === 'string') return await renderKeys(ctx, request, reply, 200, await createdKeyExtras(ctx, request, reply, session, created))
   ctx.newKeys.take(request, reply)
   const key = typeof revoked === 'string' ? await ownKey(ctx, session, revoked) : undefined
@@ -131,6 +150,8 @@ function changeRefusal (reply: FastifyReply, error: unknown): ChangeRefusal | un
 
 async function generate (ctx: PortalContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const session = sessionOf(request)
+  const refused = unverified(ctx, reply, session)
+  if (refused !== undefined) return refused
   const labelText = field(request, 'label') ?? ''
   const scopeTexts = fieldValues(request, 'scopes')
   const expiryText = field(request, 'expires_in') ?? DEFAULT_EXPIRY_CHOICE
@@ -153,7 +174,7 @@ async function generate (ctx: PortalContext, request: FastifyRequest, reply: Fas
     const expiryRefusal = choiceProblem(EXPIRY_CHOICES, expiryText, 'when the key expires')
     if (expiryRefusal !== undefined) return await refuse(400, expiryRefusal)
     const expiresAt = expiryText === 'never' ? null : expiryOrFail({ expiresIn: expiryText })
-    created = await issueApiKey(ctx.store, session.account.id, label, { scopes, expiresAt }, { actor: 'portal', address: request.ip })
+    created = await issueApiKey(ctx.store, session.account.id, label, { scopes, expiresAt }, { actor: 'portal', address: request.ip, links: ctx.links })
   } catch (error) {
     const refusal = changeRefusal(reply, error)
     if (refusal === undefined) throw error
@@ -195,6 +216,8 @@ async function roll (ctx: PortalContext, request: KeyRequest, reply: FastifyRepl
   const session = sessionOf(request)
   const key = await ownKey(ctx, session, request.params.keyId)
   if (key === undefined) return noSuchKey(ctx, reply, session)
+  const refused = unverified(ctx, reply, session)
+  if (refused !== undefined) return refused
   const refusal = notRollable(key)
   if (refusal !== undefined) return sendErrorPage(ctx, reply, 409, 'Cannot roll this key', refusal, session)
   const graceText = field(request, 'grace') ?? DEFAULT_GRACE_CHOICE
@@ -205,7 +228,7 @@ async function roll (ctx: PortalContext, request: KeyRequest, reply: FastifyRepl
   let rolled: { key: string, row: ApiKeyRow, old: ApiKeyRow }
   try {
     const graceMs = durationOrFail(graceText, 'the grace period')
-    rolled = await rollApiKey(ctx.store, key.id, { graceMs, ownerId: session.account.id }, { actor: 'portal', address: request.ip })
+    rolled = await rollApiKey(ctx.store, key.id, { graceMs, ownerId: session.account.id }, { actor: 'portal', address: request.ip, links: ctx.links })
   } catch (error) {
     const change = changeRefusal(reply, error)
     if (change === undefined) throw error

@@ -37,6 +37,14 @@ export function refusalOf (result: Throttled | Busy): { message: string, retryAf
 }
 
 /** Sign-up and log-in: the pages anyone may open, before a session exists. */
+/** What the log-in page says after the redirect that names one of these query parameters. */
+const LOG_IN_NOTICES: Readonly<Record<string, string>> = {
+  logged_out: 'You have logged out.',
+  everywhere: 'You have signed out everywhere: every session of your account has ended.',
+  ended: 'Your session has ended. Please log in again.',
+  reset: 'Your new password is set, and every session of the account was signed out. Log in with the new password.'
+}
+
 export async function signUpAndLogInRoutes (app: FastifyInstance, ctx: PortalContext): Promise<void> {
   app.get('/', HIDDEN, async function portalHome (request, reply) {
     return reply.redirect(await ctx.sessions.current(request) === undefined ? '/portal/login' : '/portal/keys', 303)
@@ -44,11 +52,7 @@ export async function signUpAndLogInRoutes (app: FastifyInstance, ctx: PortalCon
   app.get('/login', HIDDEN, async function showLogIn (request, reply) {
     if (await ctx.sessions.current(request) !== undefined) return reply.redirect('/portal/keys', 303)
     const query = request.query as Record<string, unknown>
-    const notice = query.logged_out !== undefined
-      ? 'You have logged out.'
-      : query.everywhere !== undefined
-        ? 'You have signed out everywhere: every session of your account has ended.'
-        : query.ended !== undefined ? 'Your session has ended. Please log in again.' : undefined
+    const notice = Object.entries(LOG_IN_NOTICES).find(([name]) => query[name] !== undefined)?.[1]
     return sendPage(reply, 200, logInPage({ assets: ctx.assets, csrfToken: ctx.presession.issue(request, reply), notice }))
   })
   app.post('/login', HIDDEN, async function submitLogIn (request, reply) { return await logInWith(ctx, request, reply) })
@@ -119,7 +123,7 @@ async function signUpWith (ctx: PortalContext, request: FastifyRequest, reply: F
   if (form.refused !== undefined) return form.refused
   const { email, password, render } = form
   if (email === undefined) return render(400, 'Enter a valid email address, such as you@example.com.')
-  const result = await signUp(ctx.store, ctx.hasher, ctx.devices, { email, password, ip: request.ip })
+  const result = await signUp(ctx.store, ctx.hasher, ctx.devices, ctx.links, { email, password, ip: request.ip })
   switch (result.outcome) {
     case 'invalid_password':
       return render(400, result.message)

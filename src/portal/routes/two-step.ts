@@ -56,7 +56,7 @@ export async function twoStepRoutes (app: FastifyInstance, ctx: PortalContext): 
     const session = sessionOf(request)
     const typed = typedCode(request)
     if ('problem' in typed) return await renderSetup(ctx, reply, session, 400, typed.problem)
-    const result = await confirmSetup(ctx.store, ctx.totp, session.account, typed.code, { actor: 'portal', address: request.ip })
+    const result = await confirmSetup(ctx.store, ctx.totp, session.account, typed.code, { actor: 'portal', address: request.ip, links: ctx.links })
     if (result.outcome === 'no_setup') return reply.redirect('/portal/two-step', 303)
     if (result.outcome === 'wrong_code') return await renderSetup(ctx, reply, session, 400, 'That code is not correct. Type the code your app shows now; if it still fails, check the time on your phone.')
     request.log.info({ accountId: session.account.id }, 'two-step verification turned on')
@@ -83,7 +83,7 @@ async function disableWith (ctx: PortalContext, request: FastifyRequest, reply: 
     case 'not_on':
       return reply.redirect('/portal/two-step', 303)
     case 'ok':
-      await turnOff(ctx.store, session.account, result.via, { actor: 'portal', address: request.ip })
+      await turnOff(ctx.store, session.account, result.via, { actor: 'portal', address: request.ip, links: ctx.links })
       request.log.info({ accountId: session.account.id }, 'two-step verification turned off')
       return reply.redirect('/portal/two-step?done=off', 303)
   }

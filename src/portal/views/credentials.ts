@@ -25,6 +25,7 @@ ${formMessage(error, notice)}
   <input id="password" name="password" type="password" autocomplete="current-password" required${error === undefined ? '' : html` aria-describedby="form-error"`}>
   <button type="submit">Log in</button>
 </form>
+<p><a href="/portal/forgot">Forgot your password?</a></p>
 <p>No account yet? <a href="/portal/signup">Sign up</a>.</p>
 <p class="hint">Account created by an operator with the <code>animal-store</code> command? Ask them to set a password for it with
 <code>animal-store accounts set-password --email you@example.com</code>.</p>`

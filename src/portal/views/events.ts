@@ -17,7 +17,12 @@ export const EVENT_WORDS: Readonly<Record<AuditEventType, string>> = {
   scope_denied: 'Request refused: scope missing',
   two_step_enabled: 'Two-step verification turned on',
   two_step_disabled: 'Two-step verification turned off',
-  sessions_ended: 'Sessions signed out'
+  sessions_ended: 'Sessions signed out',
+  verification_sent: 'Verification link sent',
+  email_verified: 'Email address verified',
+  password_reset_requested: 'Password reset link sent',
+  password_reset: 'Password reset',
+  key_expiry_reminded: 'Key expiry reminder sent'
 }
 
 const ACTOR_WORDS: Readonly<Record<AuditActor, string>> = { portal: 'Portal', cli: 'Operator (command line)', api: 'API' }

@@ -5,6 +5,7 @@ import type { AccountRow, ApiKeyRow } from '../../storage/store.js'
 import { DEFAULT_EXPIRY_CHOICE, EXPIRY_CHOICES } from '../choices.js'
 import { expiresSoon, keyName, keysTable, scopesList, when, type KeyTableContext } from './key-table.js'
 import { csrfField, describedBy, formMessage, page, type AssetUrls } from './layout.js'
+import { verifyFirstSection } from './mail-links.js'
 
 /** What the key form says each scope allows, naming the operations whose x-required-scopes is that scope. */
 export const SCOPE_WORDS: Readonly<Record<Scope, string>> = {
@@ -119,10 +120,12 @@ ${revokedTotal === 0
   ${keysTable(revoked, 'Recently revoked or expired keys', context)}
   ${revokedTotal > revoked.length ? html`<p><a href="/portal/keys/revoked?page=1">All ${revokedTotal} revoked or expired keys</a></p>` : ''}
 </section>`}
-<section aria-labelledby="generate-heading">
+${session.account.emailVerifiedAt === null
+  ? verifyFirstSection(session.account, session.csrfToken)
+  : html`<section aria-labelledby="generate-heading">
   <h2 id="generate-heading">Generate a key</h2>
   ${createForm(session.csrfToken, label, form, error)}
-</section>
+</section>`}
 <section aria-labelledby="first-request-heading">
   <h2 id="first-request-heading">Your first request</h2>
   <p>List the first animals of the catalogue${created === undefined ? ' (put one of your keys in the first line)' : ' with your new key'}:</p>

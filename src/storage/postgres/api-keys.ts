@@ -4,6 +4,7 @@ import { isLiveKey, liveKeySql } from '../live-keys.js'
 import { KeyLimitError, type ApiKeyPage, type ApiKeyRepository, type ApiKeyRow, type RevokeResult, type RollResult } from '../store.js'
 import type { Connection } from './connection.js'
 import { invalidationsSince, recordInvalidation, revocationMarker } from './key-invalidations.js'
+import { insertMail } from './mail-outbox.js'
 
 interface ApiKeyDbRow {
   id: string
@@ -49,14 +50,28 @@ export function apiKeyRepository (db: Connection): ApiKeyRepository {
   }
   return {
     // The account's row stays locked until commit: creations for one account take turns between count and insert.
-    create: async (key, { maxLive }) => transaction(async (client): Promise<ApiKeyRow> => {
+    create: async (key, { maxLive }, mail) => transaction(async (client): Promise<ApiKeyRow> => {
       const now = Date.now()
       await lockAccountUnderCap(client, key.accountId, maxLive, now)
       const { rows: [row] } = await client.query<ApiKeyDbRow>(INSERT_API_KEY,
         [key.id, key.accountId, key.label, key.prefix, key.hash, now, scopesText(key.scopes ?? DEFAULT_SCOPES), key.expiresAt?.getTime() ?? null])
+      if (mail !== undefined) await insertMail(client, mail, now)
       return toApiKey(row as ApiKeyDbRow)
     }),
-    roll: async (id, successor, limits) => transaction(async (client) => await rollKey(client, id, successor, limits)),
+    roll: async (id, successor, limits) => transaction(async (client) => {
+      const result = await rollKey(client, id, successor, limits)
+      if (result.outcome === 'rolled' && limits.mail !== undefined) await insertMail(client, limits.mail, Date.now())
+      return result
+    }),
+    expiringUnreminded: async (now, until, minLifetimeMs, limit) => (await query<ApiKeyDbRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys
+      WHERE revoked_at IS NULL AND rolled_to IS NULL AND expiry_reminded_at IS NULL AND expires_at > $1 AND expires_at <= $2
+        AND expires_at - created_at > $3 ORDER BY expires_at, id LIMIT $4`, [now.getTime(), until.getTime(), minLifetimeMs, limit])).map(toApiKey),
+    remindExpiry: async (id, at, mail) => transaction(async (client) => {
+      const { rowCount } = await client.query('UPDATE api_keys SET expiry_reminded_at = $1 WHERE id = $2 AND expiry_reminded_at IS NULL', [at.getTime(), id])
+      if (rowCount !== 1) return false
+      await insertMail(client, mail, at.getTime())
+      return true
+    }),
     findByHash: async (hash) => await findBy('hash', hash, 'api-key-by-hash'),
     findById: async (id) => await findBy('id', id),
     listByAccount: async (accountId) =>

@@ -1,5 +1,6 @@
 import type { Store } from '../store.js'
 import { ReplicaReads } from '../replica-reads.js'
+import { accountTokenRepository } from './account-tokens.js'
 import { accountRepository } from './accounts.js'
 import { apiKeyRepository } from './api-keys.js'
 import { auditRepository } from './audit.js'
@@ -8,6 +9,7 @@ import { PostgresHosts, type PoolLike, type Replica } from './hosts.js'
 import { idempotencyRepository } from './idempotency.js'
 import { keyUsageRepository } from './key-usage.js'
 import { loginAttemptRepository } from './login-attempts.js'
+import { mailOutboxRepository } from './mail-outbox.js'
 import { applyMigrations, warnAboutDurability, warnAboutReplication } from './migrate.js'
 import { petRepository, petWrites } from './pets.js'
 import { sessionRepository } from './sessions.js'
@@ -79,6 +81,8 @@ function storeOn (pool: PoolLike, options: PostgresStoreOptions): Store {
     engine: 'postgres',
     pets: petRepository(db, writes),
     accounts: accountRepository(db),
+    accountTokens: accountTokenRepository(db),
+    mailOutbox: mailOutboxRepository(db),
     sessions: sessionRepository(db),
     twoStep: twoStepRepository(db),
     loginAttempts: loginAttemptRepository(db),

@@ -1,5 +1,6 @@
 import type { TwoStepRepository } from '../store.js'
 import type { Connection } from './connection.js'
+import { insertMail } from './mail-outbox.js'
 
 interface TwoStepDbRow { account_id: string, secret_sealed: string, enabled_at: string | null, last_step: string }
 
@@ -18,12 +19,13 @@ export function twoStepRepository ({ query, transaction }: Connection): TwoStepR
       (await query<{ account_id: string }>(`INSERT INTO two_step (account_id, secret_sealed) VALUES ($1, $2)
         ON CONFLICT (account_id) DO UPDATE SET secret_sealed = excluded.secret_sealed WHERE two_step.enabled_at IS NULL
         RETURNING account_id`, [accountId, secretSealed])).length === 1,
-    enable: async (accountId, secretSealed, step, at, hashes) => await transaction(async (client) => {
+    enable: async (accountId, secretSealed, step, at, hashes, mail) => await transaction(async (client) => {
       const enabled = await client.query('UPDATE two_step SET enabled_at = $1, last_step = $2 WHERE account_id = $3 AND secret_sealed = $4 AND enabled_at IS NULL',
         [at.getTime(), step, accountId, secretSealed])
       if (enabled.rowCount !== 1) return false
       await client.query('DELETE FROM recovery_codes WHERE account_id = $1', [accountId])
       await client.query('INSERT INTO recovery_codes (account_id, code_hash) SELECT $1, unnest($2::text[])', [accountId, [...hashes]])
+      if (mail !== undefined) await insertMail(client, mail, at.getTime())
       return true
     }),
     useStep: async (accountId, step) =>
@@ -34,9 +36,11 @@ export function twoStepRepository ({ query, transaction }: Connection): TwoStepR
     useRecoveryCode: async (accountId, codeHash, at) =>
       (await query<{ code_hash: string }>('UPDATE recovery_codes SET used_at = $1 WHERE account_id = $2 AND code_hash = $3 AND used_at IS NULL RETURNING code_hash',
         [at.getTime(), accountId, codeHash])).length === 1,
-    remove: async (accountId) => await transaction(async (client) => {
+    remove: async (accountId, mail) => await transaction(async (client) => {
       await client.query('DELETE FROM recovery_codes WHERE account_id = $1', [accountId])
-      return (await client.query('DELETE FROM two_step WHERE account_id = $1', [accountId])).rowCount === 1
+      const removed = (await client.query('DELETE FROM two_step WHERE account_id = $1', [accountId])).rowCount === 1
+      if (removed && mail !== undefined) await insertMail(client, mail, Date.now())
+      return removed
     })
   }
 }

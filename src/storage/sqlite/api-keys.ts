@@ -3,6 +3,7 @@ import { DEFAULT_SCOPES, scopesOfText, scopesText } from '../../core/api-keys.js
 import { isLiveKey, liveKeySql } from '../live-keys.js'
 import { KeyLimitError, type ApiKeyRepository, type ApiKeyRow, type RevokeResult, type RollResult } from '../store.js'
 import { keyInvalidationLog, type KeyInvalidationLog } from './key-invalidations.js'
+import type { InsertMail } from './mail-outbox.js'
 import { preparedOnFirstUse } from './statements.js'
 
 interface ApiKeyDbRow {
@@ -53,12 +54,16 @@ const prepare = (db: Database.Database) => ({
   apiKeyRevokedAt: db.prepare('SELECT revoked_at FROM api_keys WHERE id = ?'),
   revokeApiKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
   endRolledKey: db.prepare('UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?'),
+  expiringUnreminded: db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys
+    WHERE revoked_at IS NULL AND rolled_to IS NULL AND expiry_reminded_at IS NULL AND expires_at > @now AND expires_at <= @until
+      AND expires_at - created_at > @minLifetime ORDER BY expires_at, id LIMIT @limit`),
+  markReminded: db.prepare('UPDATE api_keys SET expiry_reminded_at = ? WHERE id = ? AND expiry_reminded_at IS NULL'),
   recordLastUsed: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)')
 })
 
 type Statements = ReturnType<typeof prepare>
 
-export function apiKeyRepository (db: Database.Database): ApiKeyRepository {
+export function apiKeyRepository (db: Database.Database, insertMail: InsertMail): ApiKeyRepository {
   const sql = preparedOnFirstUse(db, prepare)
   const invalidations = keyInvalidationLog(db)
   const findBy = (statement: Database.Statement, value: string): ApiKeyRow | undefined => {
@@ -67,14 +72,27 @@ export function apiKeyRepository (db: Database.Database): ApiKeyRepository {
   }
   return {
     // IMMEDIATE takes the write lock before counting: no other writer, in any process, can insert in between.
-    create: async (key, { maxLive }) => db.transaction((): ApiKeyRow => {
+    create: async (key, { maxLive }, mail) => db.transaction((): ApiKeyRow => {
       const now = Date.now()
       if ((sql().countLiveKeys.get({ accountId: key.accountId, now }) as number) >= maxLive) throw new KeyLimitError(maxLive)
-      return toApiKey(sql().insertApiKey.get({
+      const row = toApiKey(sql().insertApiKey.get({
         id: key.id, accountId: key.accountId, label: key.label, prefix: key.prefix, hash: key.hash, now, scopes: scopesText(key.scopes ?? DEFAULT_SCOPES), expiresAt: key.expiresAt?.getTime() ?? null
       }) as ApiKeyDbRow)
+      if (mail !== undefined) insertMail(mail, now)
+      return row
     }).immediate(),
-    roll: async (id, successor, limits) => db.transaction(() => rollKey(sql(), invalidations, id, successor, limits)).immediate(),
+    roll: async (id, successor, limits) => db.transaction(() => {
+      const result = rollKey(sql(), invalidations, id, successor, limits)
+      if (result.outcome === 'rolled' && limits.mail !== undefined) insertMail(limits.mail, Date.now())
+      return result
+    }).immediate(),
+    expiringUnreminded: async (now, until, minLifetimeMs, limit) =>
+      (sql().expiringUnreminded.all({ now: now.getTime(), until: until.getTime(), minLifetime: minLifetimeMs, limit }) as ApiKeyDbRow[]).map(toApiKey),
+    remindExpiry: async (id, at, mail) => db.transaction(() => {
+      if (sql().markReminded.run(at.getTime(), id).changes !== 1) return false
+      insertMail(mail, at.getTime())
+      return true
+    }).immediate(),
     findByHash: async (hash) => findBy(sql().apiKeyByHash, hash),
     findById: async (id) => findBy(sql().apiKeyById, id),
     listByAccount: async (accountId) => (sql().apiKeysByAccount.all(accountId) as ApiKeyDbRow[]).map(toApiKey),

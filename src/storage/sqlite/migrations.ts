@@ -160,6 +160,47 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number, name: string, s
     `
   },
   {
+    version: 7,
+    name: 'mail',
+    sql: `
+      -- When the account's email was shown to be its owner's; accounts that exist already were vouched for.
+      ALTER TABLE accounts ADD COLUMN email_verified_at INTEGER;
+      UPDATE accounts SET email_verified_at = created_at;
+
+      -- Single-use links (email verification, password reset), kept by the SHA-256 digest of their token only.
+      CREATE TABLE account_tokens (
+        token_hash TEXT PRIMARY KEY,
+        account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        purpose TEXT NOT NULL CHECK (purpose IN ('verify', 'reset')),
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER
+      ) WITHOUT ROWID;
+      CREATE INDEX account_tokens_account_id ON account_tokens (account_id, purpose);
+
+      -- Messages to send, written in the transaction of the event that causes them; the sender claims due rows.
+      CREATE TABLE mail_outbox (
+        id INTEGER PRIMARY KEY,
+        recipient TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        text_body TEXT NOT NULL,
+        html_body TEXT NOT NULL,
+        link TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'failed')) DEFAULT 'pending',
+        created_at INTEGER NOT NULL,
+        next_attempt_at INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        finished_at INTEGER
+      );
+      CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE status = 'pending';
+
+      -- When the key's owner was told it expires soon: one reminder per key, whichever instance finds it.
+      ALTER TABLE api_keys ADD COLUMN expiry_reminded_at INTEGER;
+    `
+  },
+  {
     version: 8,
     name: 'two_step_and_sessions',
     sql: `

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type Database from 'better-sqlite3'
 import type { Store } from '../store.js'
+import { accountTokenRepository } from './account-tokens.js'
 import { accountRepository } from './accounts.js'
 import { apiKeyRepository } from './api-keys.js'
 import { auditRepository } from './audit.js'
@@ -9,6 +10,7 @@ import { openDatabase, type SqliteSynchronous } from './database.js'
 import { idempotencyRepository } from './idempotency.js'
 import { keyUsageRepository } from './key-usage.js'
 import { loginAttemptRepository } from './login-attempts.js'
+import { mailOutbox } from './mail-outbox.js'
 import { applyMigrations } from './migrate.js'
 import { openPetWrites, type PetWrites } from './pet-writes.js'
 import { petRepository } from './pets.js'
@@ -28,14 +30,17 @@ export function openSqliteStore (path: string, options: { writeBatchSize?: numbe
 
 /** One repository per table, each preparing its statements on first use. */
 function buildStore (db: Database.Database, petWrites: PetWrites): Store {
+  const outbox = mailOutbox(db)
   return {
     engine: 'sqlite',
     pets: petRepository(db, petWrites),
-    accounts: accountRepository(db),
+    accounts: accountRepository(db, outbox.insert),
+    accountTokens: accountTokenRepository(db, outbox.insert),
+    mailOutbox: outbox.repository,
     sessions: sessionRepository(db),
-    twoStep: twoStepRepository(db),
+    twoStep: twoStepRepository(db, outbox.insert),
     loginAttempts: loginAttemptRepository(db),
-    apiKeys: apiKeyRepository(db),
+    apiKeys: apiKeyRepository(db, outbox.insert),
     keyUsage: keyUsageRepository(db),
     audit: auditRepository(db),
     idempotency: idempotencyRepository(db),

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { TwoStepRepository } from '../store.js'
+import type { InsertMail } from './mail-outbox.js'
 import { preparedOnFirstUse } from './statements.js'
 
 interface TwoStepDbRow { account_id: number, secret_sealed: string, enabled_at: number | null, last_step: number }
@@ -17,7 +18,7 @@ const prepare = (db: Database.Database) => ({
   remove: db.prepare('DELETE FROM two_step WHERE account_id = ?')
 })
 
-export function twoStepRepository (db: Database.Database): TwoStepRepository {
+export function twoStepRepository (db: Database.Database, insertMail: InsertMail): TwoStepRepository {
   const sql = preparedOnFirstUse(db, prepare)
   return {
     find: async (accountId) => {
@@ -25,18 +26,21 @@ export function twoStepRepository (db: Database.Database): TwoStepRepository {
       return row && { accountId: row.account_id, secretSealed: row.secret_sealed, enabledAt: row.enabled_at === null ? null : new Date(row.enabled_at), lastStep: row.last_step }
     },
     startSetup: async (accountId, secretSealed) => sql().startSetup.run(accountId, secretSealed).changes === 1,
-    enable: async (accountId, secretSealed, step, at, hashes) => db.transaction((): boolean => {
+    enable: async (accountId, secretSealed, step, at, hashes, mail) => db.transaction((): boolean => {
       if (sql().enable.run(at.getTime(), step, accountId, secretSealed).changes !== 1) return false
       sql().deleteCodes.run(accountId)
       for (const hash of hashes) sql().insertCode.run(accountId, hash)
+      if (mail !== undefined) insertMail(mail, at.getTime())
       return true
     }).immediate(),
     useStep: async (accountId, step) => sql().useStep.run(step, accountId, step).changes === 1,
     unusedRecoveryCodes: async (accountId) => (sql().unusedCodes.all(accountId) as Array<{ code_hash: string }>).map((row) => row.code_hash),
     useRecoveryCode: async (accountId, codeHash, at) => sql().useCode.run(at.getTime(), accountId, codeHash).changes === 1,
-    remove: async (accountId) => db.transaction((): boolean => {
+    remove: async (accountId, mail) => db.transaction((): boolean => {
       sql().deleteCodes.run(accountId)
-      return sql().remove.run(accountId).changes === 1
+      const removed = sql().remove.run(accountId).changes === 1
+      if (removed && mail !== undefined) insertMail(mail, Date.now())
+      return removed
     }).immediate()
   }
 }

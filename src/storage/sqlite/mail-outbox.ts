@@ -1,0 +1,71 @@
+import type Database from 'better-sqlite3'
+import type { MailOutboxRepository, MailRow, MailStatus, NewMail } from '../store.js'
+import { preparedOnFirstUse } from './statements.js'
+
+interface MailDbRow {
+  id: number
+  recipient: string
+  subject: string
+  text_body: string
+  html_body: string
+  link: string
+  kind: string
+  status: MailStatus
+  created_at: number
+  next_attempt_at: number
+  attempts: number
+  last_error: string | null
+  finished_at: number | null
+}
+
+const MAIL_COLUMNS = 'id, recipient, subject, text_body, html_body, link, kind, status, created_at, next_attempt_at, attempts, last_error, finished_at'
+
+export const toMail = (row: MailDbRow): MailRow => ({
+  id: Number(row.id),
+  recipient: row.recipient,
+  subject: row.subject,
+  text: row.text_body,
+  html: row.html_body,
+  link: row.link,
+  kind: row.kind,
+  status: row.status,
+  createdAt: new Date(Number(row.created_at)),
+  nextAttemptAt: new Date(Number(row.next_attempt_at)),
+  attempts: Number(row.attempts),
+  lastError: row.last_error,
+  finishedAt: row.finished_at === null ? null : new Date(Number(row.finished_at))
+})
+
+const prepare = (db: Database.Database) => ({
+  insertMail: db.prepare(`INSERT INTO mail_outbox (recipient, subject, text_body, html_body, link, kind, created_at, next_attempt_at)
+    VALUES (@recipient, @subject, @text, @html, @link, @kind, @now, @now) RETURNING id`).pluck(),
+  dueMail: db.prepare(`SELECT ${MAIL_COLUMNS} FROM mail_outbox WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`),
+  leaseMail: db.prepare('UPDATE mail_outbox SET next_attempt_at = ?, attempts = attempts + 1 WHERE id = ?'),
+  markSent: db.prepare("UPDATE mail_outbox SET status = 'sent', finished_at = ?, last_error = NULL WHERE id = ?"),
+  retryLater: db.prepare("UPDATE mail_outbox SET next_attempt_at = ?, last_error = ? WHERE id = ? AND status = 'pending'"),
+  markFailed: db.prepare("UPDATE mail_outbox SET status = 'failed', finished_at = ?, last_error = ? WHERE id = ? AND status = 'pending'"),
+  listAll: db.prepare(`SELECT ${MAIL_COLUMNS} FROM mail_outbox ORDER BY id DESC LIMIT ?`),
+  listPending: db.prepare(`SELECT ${MAIL_COLUMNS} FROM mail_outbox WHERE status = 'pending' ORDER BY id DESC LIMIT ?`)
+})
+
+/** Writes a message to the outbox; runs inside the caller's transaction. */
+export type InsertMail = (mail: NewMail, now: number) => number
+
+export function mailOutbox (db: Database.Database): { repository: MailOutboxRepository, insert: InsertMail } {
+  const sql = preparedOnFirstUse(db, prepare)
+  const insert: InsertMail = (mail, now) => sql().insertMail.get({ ...mail, now }) as number
+  const repository: MailOutboxRepository = {
+    enqueue: async (mail) => insert(mail, Date.now()),
+    // IMMEDIATE holds the write lock from the read to the lease: no other connection, in any process, claims in between.
+    claimDue: async (now, leaseUntil, limit) => db.transaction(() => {
+      const rows = (sql().dueMail.all(now.getTime(), limit) as MailDbRow[]).map(toMail)
+      for (const row of rows) sql().leaseMail.run(leaseUntil.getTime(), row.id)
+      return rows.map((row) => ({ ...row, attempts: row.attempts + 1, nextAttemptAt: leaseUntil }))
+    }).immediate(),
+    markSent: async (id, at) => { sql().markSent.run(at.getTime(), id) },
+    retryLater: async (id, nextAttemptAt, error) => { sql().retryLater.run(nextAttemptAt.getTime(), error, id) },
+    markFailed: async (id, at, error) => { sql().markFailed.run(at.getTime(), error, id) },
+    list: async ({ pendingOnly, limit }) => ((pendingOnly ? sql().listPending : sql().listAll).all(limit) as MailDbRow[]).map(toMail)
+  }
+  return { repository, insert }
+}
