@@ -7,11 +7,16 @@
  * `git archive` into a temporary folder, given its own dependencies from its lock file and built
  * there; it must read the database schema the current build seeds. Settings given as
  * NAME=value apply to both sides (LOG_LEVEL=info, RATE_LIMIT_PER_MINUTE=…); the word `production` stands for
- * the production profile's settings of `npm run bench` (bench/report.ts: info log, rate limit through Redis, CORS). Writes
+ * the production profile's settings of `npm run bench` (bench/report.ts: info log, rate limit through Redis, CORS).
+ * As current:NAME=value a setting applies to the current build only; with the ref `current` both sides run the
+ * current build, and what a setting costs is `current current:NAME=value`. The value `otlp-sink` is the URL of
+ * an OTLP/HTTP receiver the tool runs, which accepts and drops what it is sent (tracing's cost). Writes
  * bench/results/<date>-compare-<ref>.md. Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s),
  * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
  */
 import { execFileSync } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -46,23 +51,42 @@ function buildAt (ref: string, dir: string): string {
   return join(dir, 'dist', 'cli', 'main.js')
 }
 
+/** An OTLP/HTTP receiver that accepts whatever it is sent and drops it; its URL. */
+async function otlpSink (): Promise<{ url: string, close: () => void }> {
+  const sink = createServer((request, response) => {
+    request.resume().on('end', () => { response.writeHead(200, { 'content-type': 'application/json' }).end('{}') })
+  })
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`, close: () => { sink.close() } }
+}
+
+/** The settings of one side: NAME=value and `production` for both, current:NAME=value for the current build only. */
+function settingsOf (settings: string[], current: boolean, sinkUrl: string): Record<string, string> {
+  return Object.fromEntries(settings.flatMap((setting) => {
+    if (setting === 'production') return Object.entries(PRODUCTION_ENV)
+    const own = setting.startsWith('current:')
+    if (own && !current) return []
+    const [name = '', ...value] = (own ? setting.slice('current:'.length) : setting).split('=')
+    return [[name, value.join('=') === 'otlp-sink' ? sinkUrl : value.join('=')]]
+  }))
+}
+
 async function main (): Promise<void> {
   const [ref, ...settings] = process.argv.slice(2)
-  if (ref === undefined || ref.startsWith('-')) throw new Error('usage: npm run bench:compare -- <git ref> [NAME=value …]')
-  const env = Object.fromEntries(settings.flatMap((setting) => {
-    if (setting === 'production') return Object.entries(PRODUCTION_ENV)
-    const [name = '', ...value] = setting.split('=')
-    return [[name, value.join('=')]]
-  }))
-  const commit = execFileSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).trim()
+  if (ref === undefined || ref.startsWith('-')) throw new Error('usage: npm run bench:compare -- <git ref or current> [NAME=value …] [current:NAME=value …]')
+  const sink = await otlpSink()
+  const env = settingsOf(settings, false, sink.url)
+  const currentEnv = settingsOf(settings, true, sink.url)
+  const same = ref === 'current'
+  const commit = same ? 'current' : execFileSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).trim()
   const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim()
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-compare-'))
   try {
-    const older = buildAt(commit, join(dir, commit))
-    const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     const current = join(root, 'dist', 'cli', 'main.js')
+    const older = same ? current : buildAt(commit, join(dir, commit))
+    const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     console.log(`measuring ${head} (and what the working tree has built) against ${commit} …`)
-    const cost = await sideBySideCost({ measured: { cli: older, env }, baseline: { cli: current, env }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS, creates: true })
+    const cost = await sideBySideCost({ measured: { cli: older, env }, baseline: { cli: current, env: currentEnv }, sqlitePath: seeded.path, key: seeded.key, rounds: ROUNDS, creates: true })
     const date = new Date().toISOString()
     const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-compare-${commit}.md`)
     const ratio = (value: number): string => `${(1 + value).toFixed(2)}×`
@@ -78,7 +102,7 @@ async function main (): Promise<void> {
       '',
       `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`${process.env.BENCH_NODE_FLAGS === undefined ? '' : `BENCH_NODE_FLAGS='${process.env.BENCH_NODE_FLAGS}' `}npm run bench:compare -- ${[ref, ...settings].join(' ')}\`: the build of ${commit} and the`,
       `current build (${head}) serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1;`,
-      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${settings.length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : Object.entries(env).map(([name, value]) => `${name}=${value}`).join(', ')}; Node's flags: ${describeNodeFlags()}.`,
+      `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${Object.keys(env).length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : Object.entries(env).map(([name, value]) => `${name}=${value}`).join(', ')}${Object.keys(currentEnv).length === Object.keys(env).length ? '' : `; of the current build only: ${Object.entries(currentEnv).filter(([name]) => env[name] === undefined).map(([name, value]) => `${name}=${value}`).join(', ')}`}; Node's flags: ${describeNodeFlags()}.`,
       `A figure is the CPU time a request costs ${commit} over what it costs the current build: the ratio of each process's own CPU time per request, the median over`,
       'the rounds and then each round, beside the share of core 0 the two servers used together. The last column is the inverse ratio of the two rates, counted only in rounds where',
       'the two kept core 0 saturated (95 % or more): on a host busy with other work they do not, and the ratio of CPU time per request stands; a create waits for the disk and never fills it.',
@@ -90,6 +114,7 @@ async function main (): Promise<void> {
     ].join('\n'))
     console.log(`wrote ${file}`)
   } finally {
+    sink.close()
     rmSync(dir, { recursive: true, force: true })
   }
 }

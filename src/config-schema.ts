@@ -44,6 +44,7 @@ const list = (meta: VariableMeta): TArray<TString> =>
 const MORE_CORES = { title: 'More cores', href: '#more-cores-web_concurrency' }
 const REPLICATION = { title: 'Replication and failover', href: 'replication.md' }
 const TEST_MODE = { title: 'Test mode', href: 'client-developers.md#test-mode' }
+const TRACES = { title: 'Traces', href: '#traces' }
 
 /**
  * Every environment variable the service reads, in the order `animal-store config` and the operations guide list them.
@@ -131,6 +132,36 @@ export const ConfigSchema = Type.Object({
     accepts: 'comma-separated IPs or CIDR ranges (or `loopback`, `linklocal`, `uniquelocal`)',
     defaultText: 'unset (trust none)',
     description: 'reverse proxies whose `X-Forwarded-For`/`-Proto`/`-Host` are believed: the client address the portal throttles log-ins by, and HTTPS for `Secure` cookies'
+  }),
+  otelEndpoint: optionalString({
+    env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    secret: 'password',
+    accepts: 'absolute http(s) URL',
+    defaultText: 'unset (no tracing)',
+    description: 'OpenTelemetry collector: setting it turns tracing on, and spans go to its `/v1/traces` as OTLP/HTTP',
+    guide: TRACES
+  }),
+  otelTracesEndpoint: optionalString({
+    env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    secret: 'password',
+    accepts: 'absolute http(s) URL',
+    defaultText: 'unset (`OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`)',
+    description: 'where spans are sent, as is; setting it turns tracing on too',
+    guide: TRACES
+  }),
+  otelServiceName: Type.String({ env: 'OTEL_SERVICE_NAME', default: 'animal-store', description: 'the `service.name` of every span', guide: TRACES }),
+  otelTracesSampler: Type.Enum(['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'], {
+    env: 'OTEL_TRACES_SAMPLER',
+    default: 'parentbased_always_on',
+    description: 'which requests are traced; `parentbased_*` follows the caller\'s `traceparent` decision when it sent one',
+    guide: TRACES
+  }),
+  otelTracesSamplerArg: Type.Union([Type.Number(), Type.Undefined()], {
+    env: 'OTEL_TRACES_SAMPLER_ARG',
+    accepts: 'number 0–1',
+    defaultText: '`1`',
+    description: 'the share of traces the `*traceidratio` samplers keep (`0.1`: one in ten)',
+    guide: TRACES
   })
 })
 

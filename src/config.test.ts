@@ -17,6 +17,7 @@ test('loadConfig applies the documented defaults', () => {
     publicBaseUrl: undefined,
     stagingBaseUrl: undefined,
     logLevel: 'info',
+    logFormat: 'auto',
     rateLimitPerMinute: 0,
     sandboxRateLimitPerMinute: 1000,
     sandboxMaxPets: 10_000,
@@ -32,8 +33,25 @@ test('loadConfig applies the documented defaults', () => {
     smtpUrl: undefined,
     mailFrom: 'Animal Store <no-reply@localhost>',
     mailGiveUpAfterMs: 86_400_000,
-    trustProxy: []
+    trustProxy: [],
+    otelEndpoint: undefined,
+    otelTracesEndpoint: undefined,
+    otelServiceName: 'animal-store',
+    otelTracesSampler: 'parentbased_always_on',
+    otelTracesSamplerArg: undefined
   })
+})
+
+test('loadConfig reads the OpenTelemetry variables: collector URLs, sampler and ratio', () => {
+  const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' })
+  assert.equal(config.otelEndpoint, 'http://collector:4318')
+  assert.equal(config.otelTracesSampler, 'parentbased_traceidratio')
+  assert.equal(config.otelTracesSamplerArg, 0.1)
+  assert.equal(loadConfig({ OTEL_TRACES_SAMPLER_ARG: '1' }).otelTracesSamplerArg, 1)
+  assert.equal(loadConfig({ OTEL_TRACES_SAMPLER_ARG: '.25' }).otelTracesSamplerArg, 0.25)
+  assert.throws(() => loadConfig({ OTEL_TRACES_SAMPLER_ARG: '1.5' }), /OTEL_TRACES_SAMPLER_ARG="1.5" is invalid: expected a number from 0 to 1/)
+  assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4318' }), /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="collector:4318" is invalid: expected an absolute http\(s\) URL/)
+  assert.throws(() => loadConfig({ OTEL_TRACES_SAMPLER: 'sometimes' }), /OTEL_TRACES_SAMPLER/)
 })
 
 test('loadConfig reads TRUST_PROXY as a list of addresses, CIDR ranges and proxy-addr range names', () => {

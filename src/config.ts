@@ -35,7 +35,11 @@ const READERS: Partial<Record<ConfigKey, Reader>> = {
   mailFrom: readMailFrom,
   corsOrigins: readOrigins,
   metricsToken: readToken,
-  trustProxy: readTrustProxy
+  trustProxy: readTrustProxy,
+  otelEndpoint: readCollectorUrl,
+  otelTracesEndpoint: readCollectorUrl,
+  otelServiceName: (value) => value,
+  otelTracesSamplerArg: readRatio
 }
 
 /** Reads the environment into a frozen Config; throws ConfigError naming every bad variable. */
@@ -173,6 +177,14 @@ function readBaseUrl (value: string): string | Invalid {
  * gathers anyway: there, waiting only merged the two batches and left the loop idle.
  */
 const defaultWriteBatchWaitMs = (engine: StorageLocation['engine']): number => engine === 'sqlite' ? 5 : 0
+
+function readCollectorUrl (value: string): string | Invalid {
+  return URL.canParse(value) && /^https?:\/\//i.test(value) ? value : new Invalid('expected an absolute http(s) URL such as http://localhost:4318')
+}
+
+function readRatio (value: string): number | Invalid {
+  return /^(?:0(?:\.[0-9]*)?|1(?:\.0*)?|\.[0-9]+)$/.test(value) ? Number(value) : new Invalid('expected a number from 0 to 1, such as 0.1')
+}
 
 function readToken (value: string): string | Invalid {
   return /^[\x21-\x7e]{16,}$/.test(value) ? value : new Invalid('expected at least 16 visible ASCII characters')

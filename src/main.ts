@@ -3,8 +3,9 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp, serviceLogger } from './app.js'
 import { leaveCluster, runPrimary, withWorkerId } from './cluster.js'
 import { explainFailure } from './cli/explain-failure.js'
-import type { Config } from './config.js'
+import { redactUrl, type Config } from './config.js'
 import { startMailJobs } from './services/mail-jobs.js'
+import { startTracing, type Tracing } from './services/tracing.js'
 import { openStore } from './storage/open-store.js'
 import type { Store } from './storage/store.js'
 import { keepTickObjectShapes } from './tick-object-shapes.js'
@@ -25,6 +26,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
   const logger = withWorkerId(await serviceLogger(config))
   let store: Store | undefined
   let app: FastifyInstance | undefined
+  let tracing: Tracing | undefined
   let mail: ReturnType<typeof startMailJobs> | undefined
   let stopping: Promise<void> | undefined
 
@@ -43,6 +45,8 @@ export async function serve (config: Readonly<Config>): Promise<void> {
         await app?.close()
         await mail?.close()
         await store?.close()
+        // The spans of the last requests are exported before the process ends.
+        await tracing?.shutdown()
         clearTimeout(deadline)
         logger.info('stopped')
         if (process.exitCode === undefined) process.exitCode = 0
@@ -66,6 +70,8 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     })
     const applied = await store.migrate()
     if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations')
+    tracing = await startTracing(config)
+    if (tracing !== undefined) logger.info(`tracing: spans are exported to ${redactUrl(tracing.url)}`)
     app = await buildApp({ config, store, logger })
     if (stopping === undefined) await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningLine })
     // Every instance sends: the outbox's claims keep two from sending one message.
@@ -85,6 +91,7 @@ export async function serve (config: Readonly<Config>): Promise<void> {
     await app?.close().catch(() => {})
     await mail?.close().catch(() => {})
     await store?.close().catch(() => {})
+    await tracing?.shutdown().catch(() => {})
     leaveCluster()
   }
 }

@@ -43,7 +43,8 @@ function frameworkOptions (config: Readonly<Config>, log: Logger, refusals: Refu
     genReqId: (raw) => handedOver.get(raw)?.id ?? requestIdOf(raw),
     childLoggerFactory: function requestLogger (logger, bindings, _options, raw) {
       const traceparent = (raw as IncomingMessage).headers.traceparent
-      return new RequestLogger(logger as Logger, String(bindings.requestId), typeof traceparent === 'string' ? traceparent : undefined) as unknown as FastifyBaseLogger
+      const span = handedOver.get(raw as IncomingMessage)?.span
+      return new RequestLogger(logger as Logger, String(bindings.requestId), typeof traceparent === 'string' ? traceparent : undefined, span) as unknown as FastifyBaseLogger
     },
     // One access-log line per request is written by the pipeline's access-log step instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import type { Span } from '@opentelemetry/api'
 import type { Logger } from 'pino'
 import type { ApiError } from '../core/errors.js'
 import type { VerifiedKey } from '../services/key-verifier.js'
@@ -51,6 +52,8 @@ export class Exchange {
   readonly fields: string[] = []
   /** The status the answer was given, once given. */
   statusCode = 0
+  /** The request's trace span, when tracing is on (steps/tracing.ts). */
+  span: Span | undefined = undefined
   /** The client went away before its answer was written. */
   abandoned = false
   /** The answer closes the connection (Connection: close) whatever else it says: set by a step as it answers. */
@@ -71,11 +74,11 @@ export class Exchange {
     this.path = query === -1 ? url : url.slice(0, query)
   }
 
-  /** The request's logger, bound to its id and trace, made on first use: most requests log nothing but their access-log line. */
+  /** The request's logger, bound to its id and trace (its span's, when traced), made on first use: most requests log nothing but their access-log line. */
   get log (): RequestLogger {
     if (this.bound === undefined) {
       const traceparent = this.request.headers.traceparent
-      this.bound = new RequestLogger(this.root, this.id, typeof traceparent === 'string' ? traceparent : undefined)
+      this.bound = new RequestLogger(this.root, this.id, typeof traceparent === 'string' ? traceparent : undefined, this.span)
     }
     return this.bound
   }

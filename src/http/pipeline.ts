@@ -7,6 +7,7 @@ import type { AuditTrail } from '../services/audit-trail.js'
 import type { KeyVerifier } from '../services/key-verifier.js'
 import type { Metrics } from '../services/metrics.js'
 import type { RateLimiter } from '../services/rate-limiter.js'
+import { activeTracer } from '../services/tracing.js'
 import type { UsageRecorder } from '../services/usage-recorder.js'
 import { clientAddressOf } from './client-address.js'
 import { failureToApiError } from './errors.js'
@@ -26,6 +27,7 @@ import { metricsStep } from './steps/metrics.js'
 import { rateLimit } from './steps/rate-limit.js'
 import { requestContext } from './steps/request-context.js'
 import { routing } from './steps/routing.js'
+import { tracing } from './steps/tracing.js'
 import { validation } from './steps/validation.js'
 import { tolerantUrl } from './tolerant-url.js'
 
@@ -53,6 +55,11 @@ export interface Step {
   readonly onClosing?: () => void
   /** Once, after the server has closed. */
   readonly onClosed?: () => void
+  /**
+   * Runs the whole request (`proceed`: every step's onRequest, the answer, and all they wait for)
+   * in a context of the step's own: the request's trace span. At most one step has it.
+   */
+  readonly around?: (exchange: Exchange, proceed: () => void) => void
   readonly onRequest?: (exchange: Exchange) => Outcome | Promise<Outcome>
   readonly onAnswer?: (exchange: Exchange) => void
   readonly onDone?: (exchange: Exchange) => void
@@ -95,6 +102,8 @@ export function pipeline (deps: PipelineDeps): Step[] {
   const addressOf = clientAddressOf(deps.config.trustProxy)
   return [
     requestContext(),
+    // The request's trace span, when tracing is on: every later step runs inside it.
+    tracing(activeTracer(), deps.routes, addressOf),
     // Counts each request in flight from its arrival; times and counts it once it is over.
     metricsStep(deps.metrics, deps.routes),
     drainRefusal(),
@@ -182,6 +191,7 @@ function write (exchange: Exchange, outcome: Answer): void {
 export function requestListener (steps: readonly Step[], log: Logger): (request: IncomingMessage, response: ServerResponse) => void {
   const api = phasesOf(steps, true)
   const others = phasesOf(steps, false)
+  const around = steps.find((step) => step.around !== undefined)?.around
 
   function proceed (exchange: Exchange, phases: Phases, from: number): void {
     for (let index = from; index < phases.request.length; index++) {
@@ -252,6 +262,8 @@ export function requestListener (steps: readonly Step[], log: Logger): (request:
     const isApi = isApiRequest(raw)
     // An escape the router cannot decode is itself escaped, so the request gets the route's own answer.
     const exchange = new Exchange(request, response, isApi ? tolerantUrl(raw) : raw, isApi, startedAt, log)
-    proceed(exchange, isApi ? api : others, 0)
+    const phases = isApi ? api : others
+    if (around === undefined) proceed(exchange, phases, 0)
+    else around(exchange, () => { proceed(exchange, phases, 0) })
   }
 }

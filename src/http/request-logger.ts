@@ -1,9 +1,10 @@
+import type { Span } from '@opentelemetry/api'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Bindings, ChildLoggerOptions, Logger } from 'pino'
 import { parseTraceparent } from '../core/trace-context.js'
 
-/** The caller's W3C trace, and this request's own span in it, as log fields. */
-export interface TraceFields { traceId: string, spanId: string, parentSpanId: string }
+/** The request's W3C trace and its own span in it, and the caller's span when it sent one, as log fields. */
+export interface TraceFields { traceId: string, spanId: string, parentSpanId?: string }
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 type LogMethod = (...args: unknown[]) => void
@@ -18,13 +19,25 @@ export class RequestLogger {
   private bound: FastifyBaseLogger | undefined
   private fields: TraceFields | null | undefined
 
-  constructor (private readonly root: Logger, readonly requestId: string, private readonly traceparent: string | undefined) {}
+  constructor (
+    private readonly root: Logger,
+    readonly requestId: string,
+    private readonly traceparent: string | undefined,
+    /** The request's trace span, when tracing is on: its ids are the ones exported. */
+    private readonly span?: Span
+  ) {}
 
-  /** The trace fields, or undefined without a valid traceparent; this request's span id is drawn once. */
+  /**
+   * The trace fields: the request's span's when tracing is on, else those of a valid traceparent,
+   * with this request's span id drawn once; undefined when neither is there.
+   */
   traceContext (): TraceFields | undefined {
     if (this.fields === undefined) {
       const trace = this.traceparent === undefined ? undefined : parseTraceparent(this.traceparent)
-      this.fields = trace === undefined ? null : { traceId: trace.traceId, spanId: trace.spanId, parentSpanId: trace.parentSpanId }
+      const own = this.span?.spanContext()
+      this.fields = own !== undefined
+        ? { traceId: own.traceId, spanId: own.spanId, ...(trace !== undefined && trace.traceId === own.traceId && { parentSpanId: trace.parentSpanId }) }
+        : trace === undefined ? null : { traceId: trace.traceId, spanId: trace.spanId, parentSpanId: trace.parentSpanId }
     }
     return this.fields ?? undefined
   }

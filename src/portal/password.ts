@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache'
 import { afterRefusal, HASH_QUEUE, rememberForMs, waitLeftMs, type Backoff, type PasswordCheckKind } from '../core/hash-queue.js'
 import { addressBucket, networkPrefix } from '../core/login-throttle.js'
 import { encodeScryptHash, hashPassword, SCRYPT_PARAMS, verifyPassword } from '../core/passwords.js'
+import { inChildSpan } from '../services/tracing.js'
 
 /** What a hash is assumed to take until one has been timed. */
 const FIRST_ESTIMATE_MS = 250
@@ -61,9 +62,10 @@ export class PasswordHasher {
     this.admit(bucket, client)
     try {
       return await work({
-        hash: (password) => this.gated(client.kind, () => hashPassword(password)),
+        hash: async (password) => await inChildSpan('password hash', { 'animal_store.password_check': client.kind }, async () => await this.gated(client.kind, async () => await hashPassword(password))),
         verify: async (password, encoded) => {
-          const matches = await this.gated(client.kind, () => verifyPassword(password, encoded ?? DUMMY_HASH))
+          const matches = await inChildSpan('password check', { 'animal_store.password_check': client.kind },
+            async () => await this.gated(client.kind, async () => await verifyPassword(password, encoded ?? DUMMY_HASH)))
           return matches && encoded !== null
         }
       })

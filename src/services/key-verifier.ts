@@ -1,4 +1,5 @@
 import { hashApiKey, isWellFormedApiKey, type Scope } from '../core/api-keys.js'
+import { inChildSpan } from './tracing.js'
 import type { ApiKeyRepository, ApiKeyRow } from '../storage/store.js'
 import { LastUsedRecorder } from './last-used-recorder.js'
 
@@ -15,6 +16,9 @@ export interface VerifiedKey {
 function verifiedKeyOf (row: ApiKeyRow): VerifiedKey {
   return { keyId: row.id, accountId: row.accountId, scopes: new Set(row.scopes), expiresAt: row.expiresAt?.getTime() ?? Infinity, test: row.mode === 'test' }
 }
+
+/** The lookup's span says the key was not cached; it names no key, nor its hash. */
+const LOOKUP_ATTRIBUTES = { 'animal_store.key_cache': 'miss' }
 
 /** Whether the key has expired at `now`: checked on every request, so an expiry needs no invalidation to take effect. */
 export function hasExpired (key: VerifiedKey, now: number): boolean {
@@ -92,7 +96,7 @@ export class KeyVerifier {
     this.onLookup(false)
     const hash = hashApiKey(presented)
     const marker = this.marker
-    const row = await this.apiKeys.findByHash(hash)
+    const row = await inChildSpan('API key lookup', LOOKUP_ATTRIBUTES, async () => await this.apiKeys.findByHash(hash))
     if (row === undefined || row.revokedAt !== null) return undefined
     const key = verifiedKeyOf(row)
     // Invalidations read while the lookup ran may concern this very key, which was not remembered

@@ -2,6 +2,7 @@ import nodemailer, { type Transporter } from 'nodemailer'
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js'
 import type { Logger } from 'pino'
 import type { MailOutboxRepository, MailRow } from '../storage/store.js'
+import { inRootSpan } from './tracing.js'
 
 /** Messages one round claims: a sender works through a backlog a batch at a time. */
 const BATCH = 10
@@ -112,7 +113,9 @@ export class MailSender {
       this.options.log.info(`mail to ${mail.recipient}: "${mail.subject}" ${mail.link}`)
       return
     }
-    await this.transport.sendMail({
+    const transport = this.transport
+    // The span names the message's kind and attempt, never its recipient or link.
+    await inRootSpan('mail delivery', { 'animal_store.mail.kind': mail.kind, 'animal_store.mail.attempt': mail.attempts }, async () => await transport.sendMail({
       from: this.options.from,
       to: mail.recipient,
       subject: mail.subject,
@@ -120,6 +123,6 @@ export class MailSender {
       html: mail.html,
       // One id per outbox row: a receiving server (and the tests) can tell a repeat from a new message.
       messageId: `<outbox-${mail.id}.${mail.createdAt.getTime()}@animal-store>`
-    })
+    }))
   }
 }

@@ -1,4 +1,6 @@
+import { SpanKind } from '@opentelemetry/api'
 import type { Redis } from 'ioredis'
+import { inChildSpan } from './tracing.js'
 
 /** Fixed windows of one minute, aligned to the clock, so that every instance counts the same window. */
 export const RATE_LIMIT_WINDOW_MS = 60_000
@@ -180,7 +182,8 @@ export class RateLimiter {
     }
     const run = (async () => {
       try {
-        const results = await withTimeout(pipeline.exec(), RECONCILE_TIMEOUT_MS)
+        const results = await inChildSpan('rate limit reconciliation', { 'db.system.name': 'redis', 'animal_store.keys': batch.length },
+          async () => await withTimeout(pipeline.exec(), RECONCILE_TIMEOUT_MS), SpanKind.CLIENT)
         const totals = batch.map((_entry, index) => {
           const [error, total] = results?.[index * 2] ?? [new Error('Redis gave no reply')]
           if (error !== null && error !== undefined) throw error

@@ -1,3 +1,6 @@
+import { context, trace } from '@opentelemetry/api'
+import { activeTracer, childSpan, endWith } from '../services/tracing.js'
+
 /**
  * A turn of the event loop that found no I/O to handle takes a microsecond or two; one that
  * handled even a single request takes tens.
@@ -61,7 +64,8 @@ export class GroupCommit<Item, Result> {
     const batch = this.pending.splice(0, this.maxBatchSize)
     this.committed++
     try {
-      const results = await this.commitBatch(batch.map((entry) => entry.item))
+      const items = batch.map((entry) => entry.item)
+      const results = await (activeTracer() === undefined ? this.commitBatch(items) : this.tracedCommit(items))
       batch.forEach((entry, index) => entry.resolve(results[index] as Result))
     } catch (error) {
       for (const entry of batch) entry.reject(error)
@@ -69,6 +73,18 @@ export class GroupCommit<Item, Result> {
       this.running = false
       if (this.pending.length > 0) this.schedule()
     }
+  }
+
+  /**
+   * The commit as a span of the request whose write began the batch (the one its turn was scheduled
+   * from), with the batch's size; the sync it asks for is a span within it.
+   */
+  private async tracedCommit (items: Item[]): Promise<Result[]> {
+    const span = childSpan('group commit', { 'db.operation.batch.size': items.length })
+    if (span === undefined) return await this.commitBatch(items)
+    const result = context.with(trace.setSpan(context.active(), span), async () => await this.commitBatch(items))
+    endWith(span, result)
+    return await result
   }
 
   /** Resolves once every write submitted so far has settled. */

@@ -1,3 +1,5 @@
+import { activeTracer, inChildSpan } from '../services/tracing.js'
+
 const ignore = (): void => {}
 
 /**
@@ -27,7 +29,8 @@ export class SyncBarrier {
   }
 
   private async start (): Promise<void> {
-    const run = this.sync().finally(() => { if (this.running === run) this.running = undefined })
+    // Traced as a span of the commit that asked for it; a sync others share is one span, the first asker's.
+    const run = (activeTracer() === undefined ? this.sync() : inChildSpan('sync', {}, async () => { await this.sync() })).finally(() => { if (this.running === run) this.running = undefined })
     this.running = run
     await run
   }
