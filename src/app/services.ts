@@ -111,6 +111,7 @@ export async function appServices ({ config, store: rawStore, logger }: BuildApp
   if (limiter !== undefined) metrics.rateLimitShared = () => limiter.shared
   const readiness = new Readiness()
   if (limiter?.redisUp !== undefined) readiness.report('redis', () => ({ state: limiter.redisUp === true ? 'up' : 'down', for: 'rate limits' }))
+  readiness.report('mailOutbox', async () => ({ state: 'up', pending: await store.mailOutbox.pendingCount() }))
   // Test keys are counted apart, under their own limit: test traffic never spends a live key's budget.
   const sandboxLimiter = await rateLimiterOf(config, log, config.sandboxRateLimitPerMinute, 'animal-store:sandbox-rate-limit:') as RateLimiter
 

@@ -100,7 +100,7 @@ export class Metrics {
 
   readonly databasePool: Gauge<'state'> | undefined
 
-  constructor ({ poolStats, groupCommitStats, replicationStats }: Partial<Pick<Store, 'poolStats' | 'groupCommitStats' | 'replicationStats'>> = {}) {
+  constructor ({ poolStats, groupCommitStats, replicationStats, mailOutbox }: Partial<Pick<Store, 'poolStats' | 'groupCommitStats' | 'replicationStats' | 'mailOutbox'>> = {}) {
     this.requests.registerIn(this.registry,
       { name: 'http_request_duration_seconds', help: 'Time from request received to response sent, by method, route template, status code and mode (test for a test key\'s, live otherwise).' },
       { name: 'http_requests_total', help: 'HTTP requests answered, by method, route template, status code and mode (test for a test key\'s, live otherwise).' })
@@ -129,6 +129,15 @@ export class Metrics {
       }
     })
     if (replicationStats) registerReplicationMetrics(this.registry, replicationStats)
+    if (mailOutbox) {
+      // Read from the shared outbox when scraped: every instance reports the same backlog.
+      const pending = new Gauge({
+        name: 'mail_outbox_pending',
+        help: 'Messages in the mail outbox waiting to be sent (the same on every instance: the outbox is shared).',
+        registers: [this.registry],
+        collect: async () => { pending.set(await mailOutbox.pendingCount()) }
+      })
+    }
   }
 
   refusedByParser (status: number): void {

@@ -99,6 +99,8 @@ export interface MailOutboxRepository {
   markFailed (id: number, at: Date, error: string): Promise<void>
   /** The newest messages first, or the pending ones only. */
   list (query: { pendingOnly: boolean, limit: number }): Promise<MailRow[]>
+  /** How many messages wait to be sent: the outbox's backlog, for readiness and metrics. */
+  pendingCount (): Promise<number>
 }
 
 export type AccountTokenPurpose = 'verify' | 'reset'

@@ -12,10 +12,11 @@ interface Readiness {
   database: { state: string, engine: string, primary?: string, timeline?: number, hosts?: Array<{ host: string, role: string }> }
   replicas?: Array<{ host: string, state: string, lagMs?: number }>
   redis?: { state: string, for: string }
+  mailOutbox?: { state: string, pending: number }
 }
 
 describe('readiness', () => {
-  test('GET /readyz names the database and its state; nothing else is named when nothing else is used', async (t) => {
+  test('GET /readyz names the database and the mail outbox with their states; nothing else is named when nothing else is used', async (t) => {
     const { app } = await buildTestApp(t)
     const response = await app.inject({ url: '/readyz' })
     assert.equal(response.statusCode, 200, response.body)
@@ -25,13 +26,15 @@ describe('readiness', () => {
     assert.equal(body.database.state, 'up')
     assert.equal(body.database.engine, TEST_ENGINE)
     assert.equal(body.redis, undefined)
+    assert.equal(body.mailOutbox?.state, 'up', 'the mail outbox')
+    assert.equal(typeof body.mailOutbox.pending, 'number', 'and its backlog')
     if (TEST_ENGINE === 'postgres') {
       // One host, no replica: it takes the writes.
       assert.equal(typeof body.database.primary, 'string')
       assert.equal(body.database.hosts?.[0]?.role, 'primary')
       assert.deepEqual(body.replicas, [])
     } else {
-      assert.deepEqual(Object.keys(body).sort(), ['database', 'status'])
+      assert.deepEqual(Object.keys(body).sort(), ['database', 'mailOutbox', 'status'])
     }
   })
 

@@ -60,6 +60,7 @@ export function mailOutboxRepository ({ query }: Connection): MailOutboxReposito
     markFailed: async (id, at, error) => {
       await query("UPDATE mail_outbox SET status = 'failed', finished_at = $1, last_error = $2 WHERE id = $3 AND status = 'pending'", [at.getTime(), error, id])
     },
+    pendingCount: async () => Number((await query<{ count: string }>("SELECT count(*) AS count FROM mail_outbox WHERE status = 'pending'"))[0]?.count ?? 0),
     list: async ({ pendingOnly, limit }) =>
       (await query<MailDbRow>(`SELECT ${MAIL_COLUMNS} FROM mail_outbox ${pendingOnly ? "WHERE status = 'pending'" : ''} ORDER BY id DESC LIMIT $1`, [limit])).map(toMail)
   }

@@ -45,7 +45,8 @@ const prepare = (db: Database.Database) => ({
   retryLater: db.prepare("UPDATE mail_outbox SET next_attempt_at = ?, last_error = ? WHERE id = ? AND status = 'pending'"),
   markFailed: db.prepare("UPDATE mail_outbox SET status = 'failed', finished_at = ?, last_error = ? WHERE id = ? AND status = 'pending'"),
   listAll: db.prepare(`SELECT ${MAIL_COLUMNS} FROM mail_outbox ORDER BY id DESC LIMIT ?`),
-  listPending: db.prepare(`SELECT ${MAIL_COLUMNS} FROM mail_outbox WHERE status = 'pending' ORDER BY id DESC LIMIT ?`)
+  listPending: db.prepare(`SELECT ${MAIL_COLUMNS} FROM mail_outbox WHERE status = 'pending' ORDER BY id DESC LIMIT ?`),
+  countPending: db.prepare("SELECT count(*) FROM mail_outbox WHERE status = 'pending'").pluck()
 })
 
 /** Writes a message to the outbox; runs inside the caller's transaction. */
@@ -65,6 +66,7 @@ export function mailOutbox (db: Database.Database): { repository: MailOutboxRepo
     markSent: async (id, at) => { sql().markSent.run(at.getTime(), id) },
     retryLater: async (id, nextAttemptAt, error) => { sql().retryLater.run(nextAttemptAt.getTime(), error, id) },
     markFailed: async (id, at, error) => { sql().markFailed.run(at.getTime(), error, id) },
+    pendingCount: async () => sql().countPending.get() as number,
     list: async ({ pendingOnly, limit }) => ((pendingOnly ? sql().listPending : sql().listAll).all(limit) as MailDbRow[]).map(toMail)
   }
   return { repository, insert }
