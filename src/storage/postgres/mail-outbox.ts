@@ -1,40 +1,7 @@
 import type pg from 'pg'
-import type { MailOutboxRepository, MailRow, MailStatus, NewMail } from '../store.js'
+import type { MailOutboxRepository, NewMail } from '../store.js'
 import type { Connection } from './connection.js'
-
-interface MailDbRow {
-  id: string
-  recipient: string
-  subject: string
-  text_body: string
-  html_body: string
-  link: string
-  kind: string
-  status: MailStatus
-  created_at: string
-  next_attempt_at: string
-  attempts: number
-  last_error: string | null
-  finished_at: string | null
-}
-
-const MAIL_COLUMNS = 'id, recipient, subject, text_body, html_body, link, kind, status, created_at, next_attempt_at, attempts, last_error, finished_at'
-
-const toMail = (row: MailDbRow): MailRow => ({
-  id: Number(row.id),
-  recipient: row.recipient,
-  subject: row.subject,
-  text: row.text_body,
-  html: row.html_body,
-  link: row.link,
-  kind: row.kind,
-  status: row.status,
-  createdAt: new Date(Number(row.created_at)),
-  nextAttemptAt: new Date(Number(row.next_attempt_at)),
-  attempts: Number(row.attempts),
-  lastError: row.last_error,
-  finishedAt: row.finished_at === null ? null : new Date(Number(row.finished_at))
-})
+import { MAIL_COLUMNS, toMail, type MailDbRow } from '../mail-rows.js'
 
 /** Writes a message to the outbox on the transaction's client. */
 export async function insertMail (client: pg.PoolClient, mail: NewMail, now: number): Promise<void> {

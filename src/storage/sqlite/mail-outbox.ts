@@ -1,40 +1,7 @@
 import type Database from 'better-sqlite3'
-import type { MailOutboxRepository, MailRow, MailStatus, NewMail } from '../store.js'
+import type { MailOutboxRepository, NewMail } from '../store.js'
 import { preparedOnFirstUse } from './statements.js'
-
-interface MailDbRow {
-  id: number
-  recipient: string
-  subject: string
-  text_body: string
-  html_body: string
-  link: string
-  kind: string
-  status: MailStatus
-  created_at: number
-  next_attempt_at: number
-  attempts: number
-  last_error: string | null
-  finished_at: number | null
-}
-
-const MAIL_COLUMNS = 'id, recipient, subject, text_body, html_body, link, kind, status, created_at, next_attempt_at, attempts, last_error, finished_at'
-
-export const toMail = (row: MailDbRow): MailRow => ({
-  id: Number(row.id),
-  recipient: row.recipient,
-  subject: row.subject,
-  text: row.text_body,
-  html: row.html_body,
-  link: row.link,
-  kind: row.kind,
-  status: row.status,
-  createdAt: new Date(Number(row.created_at)),
-  nextAttemptAt: new Date(Number(row.next_attempt_at)),
-  attempts: Number(row.attempts),
-  lastError: row.last_error,
-  finishedAt: row.finished_at === null ? null : new Date(Number(row.finished_at))
-})
+import { MAIL_COLUMNS, toMail, type MailDbRow } from '../mail-rows.js'
 
 const prepare = (db: Database.Database) => ({
   insertMail: db.prepare(`INSERT INTO mail_outbox (recipient, subject, text_body, html_body, link, kind, created_at, next_attempt_at)
