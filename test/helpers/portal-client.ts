@@ -1,5 +1,16 @@
 import assert from 'node:assert/strict'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { newCsrfToken } from '../../src/core/csrf.js'
+import { hashPassword } from '../../src/core/passwords.js'
+import { hashSessionToken, newSessionToken, sessionExpiry } from '../../src/core/sessions.js'
+import { SESSION_COOKIE } from '../../src/portal/session.js'
+import type { Store } from '../../src/storage/store.js'
+
+/** The password of the accounts signedUpAs makes. */
+export const TEST_PASSWORD = 'correct horse battery staple'
+
+/** TEST_PASSWORD's scrypt hash, worked out once per process: each hash costs a large fraction of a second of CPU. */
+let testPasswordHash: Promise<string> | undefined
 
 /** Reads the hidden CSRF field of the (first) form of a portal page. */
 export function csrfTokenOf (body: string): string {
@@ -77,6 +88,22 @@ export class PortalClient {
 
   async signUp (email: string, password: string): Promise<LightMyRequestResponse> {
     return this.submit('/portal/signup', '/portal/signup', { email, password })
+  }
+
+  /**
+   * What signUp(email, TEST_PASSWORD) leaves behind, without its password hash: the account, with
+   * a hash of TEST_PASSWORD made once per process (so logIn works), and a session as a log-in
+   * starts it, whose cookie this browser now holds. For tests whose subject comes after sign-up;
+   * sign-up itself (its audit event, device cookie and throttling) is tested with signUp.
+   */
+  async signedUpAs (store: Store, email: string): Promise<number> {
+    testPasswordHash ??= hashPassword(TEST_PASSWORD)
+    const account = await store.accounts.create({ email, name: null, passwordHash: await testPasswordHash })
+    const token = newSessionToken()
+    const now = new Date()
+    await store.sessions.create({ tokenHash: hashSessionToken(token), accountId: account.id, csrfToken: newCsrfToken(), createdAt: now, expiresAt: sessionExpiry(now, now) })
+    this.cookies.set(SESSION_COOKIE, token)
+    return account.id
   }
 
   async logIn (email: string, password: string): Promise<LightMyRequestResponse> {

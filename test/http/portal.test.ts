@@ -17,11 +17,11 @@ import { createAccount } from '../../src/services/accounts.js'
 import { appendAuditEvent } from '../../src/services/audit-trail.js'
 import type { ApiKeyRow, Store } from '../../src/storage/store.js'
 import { buildTestApp, openTestStore, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
-import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient } from '../helpers/portal-client.js'
+import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
 import { startServer } from '../helpers/start-server.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
 
-const PASSWORD = 'correct horse battery staple'
+const PASSWORD = TEST_PASSWORD
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
 
 async function secondInstance (t: TestContext, store: Store, env: Record<string, string> = {}): Promise<FastifyInstance> {
@@ -270,11 +270,11 @@ describe('developer portal: CSRF', () => {
   test("forms of a session need the session's token: generate, roll, revoke and log out refuse a missing, wrong or other session's token", async (t) => {
     const { app, store } = await buildTestApp(t)
     const alice = new PortalClient(app)
-    await alice.signUp('alice@example.com', PASSWORD)
+    await alice.signedUpAs(store, 'alice@example.com')
     const { key } = await alice.generateKey('kept')
     const [row] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('alice@example.com'))?.id ?? 0)
     const mallory = new PortalClient(app)
-    await mallory.signUp('mallory@example.com', PASSWORD)
+    await mallory.signedUpAs(store, 'mallory@example.com')
     const malloryToken = csrfTokenOf((await mallory.get('/portal/keys')).body)
     const aliceToken = csrfTokenOf((await alice.get('/portal/keys')).body)
 
@@ -300,7 +300,7 @@ describe('developer portal: keys', () => {
   test('a generated key is shown once, with a warning and copy buttons, on the no-store page the post redirects to, and works on the API at once', async (t) => {
     const { app, store, databaseUrl } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('frank@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'frank@example.com')
     const { response, key } = await browser.generateKey('laptop')
     assert.equal(response.headers['cache-control'], 'no-store')
     assert.match(response.body, /Copy this key now: it will not be shown again/)
@@ -325,9 +325,9 @@ describe('developer portal: keys', () => {
   })
 
   test('the first-request snippet uses PUBLIC_BASE_URL when set', async (t) => {
-    const { app } = await buildTestApp(t, { PUBLIC_BASE_URL: 'https://api.example.com/v1' })
+    const { app, store } = await buildTestApp(t, { PUBLIC_BASE_URL: 'https://api.example.com/v1' })
     const browser = new PortalClient(app)
-    await browser.signUp('grace@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'grace@example.com')
     const page = await browser.get('/portal/keys')
     assert.match(snippetOf(page.body), /^export ANIMAL_STORE_KEY='paste-your-key-here'\ncurl -s "https:\/\/api\.example\.com\/v1\/pets\?limit=5"/)
   })
@@ -336,7 +336,7 @@ describe('developer portal: keys', () => {
     const { app, store, databaseUrl } = await buildTestApp(t)
     const other = await secondInstance(t, store)
     const browser = new PortalClient(app)
-    await browser.signUp('heidi@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'heidi@example.com')
     const { key } = await browser.generateKey('to revoke')
     const kept = await browser.generateKey('to keep')
     assert.equal(await apiStatus(app, key), 200)
@@ -366,12 +366,12 @@ describe('developer portal: keys', () => {
   test('one account never sees nor revokes the keys of another: its id gets the same 404 as an unknown one', async (t) => {
     const { app, store } = await buildTestApp(t)
     const alice = new PortalClient(app)
-    await alice.signUp('alice@example.com', PASSWORD)
+    await alice.signedUpAs(store, 'alice@example.com')
     const { key: aliceKey } = await alice.generateKey('alice secret project')
     const [aliceRow] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('alice@example.com'))?.id ?? 0)
     assert.ok(aliceRow)
     const bob = new PortalClient(app)
-    await bob.signUp('bob@example.com', PASSWORD)
+    await bob.signedUpAs(store, 'bob@example.com')
     await bob.generateKey('bob key')
 
     const bobPage = await bob.get('/portal/keys')
@@ -398,9 +398,9 @@ describe('developer portal: keys', () => {
   })
 
   test('a label over 100 characters is refused with 400 and the page keeps it; labels are escaped', async (t) => {
-    const { app } = await buildTestApp(t)
+    const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('ivan@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'ivan@example.com')
     const tooLong = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'x'.repeat(101) })
     assert.equal(tooLong.statusCode, 400, tooLong.body)
     assert.equal(messageOf(tooLong.body), 'The label must be at most 100 characters long.')
@@ -415,7 +415,7 @@ describe('developer portal: keys', () => {
   test('the cap of 100 live keys holds under concurrent generations from one session', { timeout: 60_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('cap@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'cap@example.com')
     const account = await store.accounts.findByEmail('cap@example.com')
     assert.ok(account)
     for (let index = 0; index < MAX_LIVE_KEYS - 20; index++) {
@@ -436,7 +436,7 @@ describe('developer portal: keys', () => {
   test(`an account may generate ${KEY_CHANGE_LIMIT.maxPerWindow} keys and revoke ${KEY_CHANGE_LIMIT.maxPerWindow} per hour, in the portal and with the CLI`, { timeout: 60_000 }, async (t) => {
     const { app, store, databaseUrl } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('rate@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'rate@example.com')
     const account = await store.accounts.findByEmail('rate@example.com')
     assert.ok(account)
     const { key } = await browser.generateKey('kept')
@@ -471,7 +471,7 @@ describe('developer portal: keys', () => {
   test('the keys page lists every live key and the 10 most recently revoked; older revoked keys are paged', { timeout: 60_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('pages@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'pages@example.com')
     const account = await store.accounts.findByEmail('pages@example.com')
     assert.ok(account)
     const ids: string[] = []
@@ -535,7 +535,7 @@ describe('developer portal: control characters', () => {
   test('a key label with a control character gets 400 naming the label, and no key', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('quinn@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'quinn@example.com')
     for (const label of [`lap${NUL}top`, 'tab\there', 'line\nbreak', 'del\u007f']) {
       const response = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label })
       assert.equal(response.statusCode, 400, response.body)
@@ -570,7 +570,7 @@ describe('developer portal: C1 and bidirectional controls', () => {
   test('a key label with a C1 or bidirectional control gets 400 naming the label, and no key', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('rtl@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'rtl@example.com')
     const labels: Array<[string, string]> = [['lap\u0085top', '0085'], ['prod\u202eved', '202E'], ['\u2067staging', '2067'], ['ci\u200f', '200F'], ['\u061cci', '061C']]
     for (const [label, code] of labels) {
       const response = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label })
@@ -592,7 +592,7 @@ describe('developer portal: throttling', () => {
     return browser
   }
 
-  test(`after ${LOGIN_THROTTLE.freeFailures} failed log-ins from other browsers, an email is locked for unknown browsers only, on every instance; a browser it logged in with still logs in`, { timeout: 60_000 }, async (t) => {
+  test(`after ${LOGIN_THROTTLE.freeFailures} failed log-ins from other browsers, an email is locked for unknown browsers only, on every instance; a browser it logged in with still logs in`, { timeout: 120_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
     const other = await secondInstance(t, store)
     const victim = await knownBrowser(app, 'judy@example.com', '203.0.113.1')
@@ -962,7 +962,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('a key made read-only in the portal lists animals but gets 403 insufficient_scope on createPet; its scopes and expiry are shown', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('reader@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'reader@example.com')
     const before = Date.now()
     const { response, key } = await browser.generateKey('dashboard', { scopes: ['animals:read'], expires_in: '30d' })
     assert.equal(response.headers['cache-control'], 'no-store')
@@ -989,7 +989,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('the create form needs at least one scope, names an unknown one, and offers never, 7, 30, 90 days and a year', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('form@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'form@example.com')
     const form = await browser.get('/portal/keys')
     assert.match(form.body, /<input type="checkbox" id="scope-animals-read" name="scopes" value="animals:read" checked>/)
     assert.match(form.body, /<input type="checkbox" id="scope-animals-write" name="scopes" value="animals:write" checked>/)
@@ -1023,7 +1023,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('the keys list warns of a key expiring within 7 days, and the ended keys say Revoked or Expired', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('expiry@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'expiry@example.com')
     const accountId = await accountIdOf(store, 'expiry@example.com')
     const make = async (label: string, expiresAt: Date | null): Promise<ApiKeyRow> => {
       const generated = generateApiKey()
@@ -1062,7 +1062,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('rolling asks for confirmation, then shows the new key once (201, no-store) with the same label and scopes; the old key works until its grace ends', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('roller@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'roller@example.com')
     const { key: oldKey } = await browser.generateKey('ci', { scopes: ['animals:read'], expires_in: '30d' })
     const old = await onlyKey(store, 'roller@example.com', 'ci')
 
@@ -1117,7 +1117,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('generating and rolling redirect to the page that shows the secret once: reloading it posts nothing, shows no secret and says why', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('reload@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'reload@example.com')
     const accountId = await accountIdOf(store, 'reload@example.com')
     const posted = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'laptop' })
     const cookie = [posted.headers['set-cookie']].flat().find((line) => String(line).startsWith('portal_new_key=')) ?? ''
@@ -1147,7 +1147,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
 
     // A cookie that does not open for this session (tampered, or sealed for another session) shows nothing.
     const other = new PortalClient(app)
-    await other.signUp('other@example.com', PASSWORD)
+    await other.signedUpAs(store, 'other@example.com')
     const otherPosted = await other.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'theirs' })
     const theirs = other.cookies.get('portal_new_key') ?? ''
     for (const value of [theirs, `${theirs.slice(0, -2)}AA`, 'not-a-sealed-value']) {
@@ -1162,7 +1162,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('rolling at the cap of live keys is refused with a clear message: a rolled key counts until its grace period ends', { timeout: 60_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('full@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'full@example.com')
     const accountId = await accountIdOf(store, 'full@example.com')
     await browser.generateKey('first')
     for (let index = 0; index < MAX_LIVE_KEYS - 2; index++) {
@@ -1191,7 +1191,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('rolling is a key generation: beyond the hourly budget it gets a 429 page with Retry-After', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('budget@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'budget@example.com')
     await browser.generateKey('kept')
     const row = await onlyKey(store, 'budget@example.com', 'kept')
     const now = new Date()
@@ -1209,7 +1209,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test("a key's page shows its last 30 days as an SVG bar chart by outcome, with a text alternative, a table and totals by outcome and operation", async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('usage@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'usage@example.com')
     await browser.generateKey('charted')
     const row = await onlyKey(store, 'usage@example.com', 'charted')
     const now = Date.now()
@@ -1250,7 +1250,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test("a key's usage counts the API's answers by outcome, as the requests were made with it (counted on another instance, written when it closes)", { timeout: 60_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('counted@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'counted@example.com')
     const { key } = await browser.generateKey('reader', { scopes: ['animals:read'] })
     const row = await onlyKey(store, 'counted@example.com', 'reader')
     const other = await buildServedApp({ config: loadConfig({ ...TEST_DEFAULTS }), store, logger: pino({ level: 'silent' }) })
@@ -1272,11 +1272,11 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test("another account's key id gets the same 404 as an unknown one on the key page and the roll pages, and nothing is rolled", async (t) => {
     const { app, store } = await buildTestApp(t)
     const alice = new PortalClient(app)
-    await alice.signUp('alice@example.com', PASSWORD)
+    await alice.signedUpAs(store, 'alice@example.com')
     await alice.generateKey('alice key')
     const aliceRow = await onlyKey(store, 'alice@example.com', 'alice key')
     const bob = new PortalClient(app)
-    await bob.signUp('bob@example.com', PASSWORD)
+    await bob.signedUpAs(store, 'bob@example.com')
     const token = csrfTokenOf((await bob.get('/portal/keys')).body)
     const unknownId = 'key_0000000000000000'
     for (const [name, other, unknown] of [
@@ -1296,7 +1296,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('control characters in the scopes, the expiry or the grace period get 400 naming the field, and change nothing', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('controls@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'controls@example.com')
     for (const [fields, message] of [
       [{ scopes: ['animals:read\u0000'] }, /^The scopes must not contain control characters \(it contains U\+0000\)\.$/],
       [{ scopes: ['animals:read', '\tanimals:write'] }, /^The scopes must not contain control characters \(it contains U\+0009\)\.$/],
@@ -1322,7 +1322,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
   test('a tampered form is refused with 400: a field sent twice on every form, an expiry or a grace period the form does not offer; nothing changes', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('tamper@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'tamper@example.com')
     const accountId = await accountIdOf(store, 'tamper@example.com')
     const twice = (response: LightMyRequestResponse, name: string, context: string): void => {
       assert.equal(response.statusCode, 400, `${context}: ${response.body}`)
