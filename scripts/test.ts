@@ -7,8 +7,9 @@
  *                                               test file on SQLite and the HTTP suites again on PostgreSQL
  *   scripts/test.ts --fast [--test-timeout=MS]  the unit tests (src/) and the HTTP suites, on SQLite only
  *
- * TEST_CONCURRENCY sets the pool's size (default 3: most files spend much of their time waiting on
- * spawned processes, syncs and the network, so a third file keeps both cores busy).
+ * TEST_CONCURRENCY sets the pool's size (default 4: most files spend much of their time waiting on
+ * spawned processes, syncs and sockets rather than on a core, so two cores keep four files going).
+ * npm test bundles dist/ without the build's type check: the type check here covers the whole project.
  * node:test gives every file the runner's environment, so the PostgreSQL run of an HTTP suite is a
  * generated file that sets TEST_ENGINE=postgres and then imports the suite.
  */
@@ -25,7 +26,7 @@ import { postgresAvailable } from '../test/helpers/postgres.js'
 const root = join(import.meta.dirname, '..')
 const fast = process.argv.includes('--fast')
 const timeout = Number(process.argv.find((arg) => arg.startsWith('--test-timeout='))?.split('=')[1] ?? Infinity)
-const concurrency = Number(process.env.TEST_CONCURRENCY ?? 3)
+const concurrency = Number(process.env.TEST_CONCURRENCY ?? 4)
 const SLOWEST_SHOWN = 12
 
 /**
@@ -40,7 +41,9 @@ const SLOWEST_FIRST = [
   'test/process/crash-durability.test.ts',
   'test/cli/cli.test.ts',
   'test/e2e/portal.e2e.test.ts',
-  'test/e2e/reference.e2e.test.ts'
+  'test/e2e/reference.e2e.test.ts',
+  'test/http/fuzz-portal.test.ts',
+  'test/http/create-pet.test.ts'
 ]
 
 /** The *.test.ts files under a folder of the project, relative to the root, sorted. */
@@ -61,21 +64,42 @@ async function command (name: string, args: string[]): Promise<number> {
 /** The suite each generated PostgreSQL file runs, for the order the files start in. */
 const suiteOf = new Map<string, string>()
 
-/** The HTTP suites as files that run them on PostgreSQL, in a temporary folder; none when PostgreSQL is skipped. */
+/** A temporary folder for generated test files, removed at exit; ES modules, as in the project. */
+let generatedDir: string | undefined
+function generated (): string {
+  if (generatedDir === undefined) {
+    const dir = generatedDir = mkdtempSync(join(tmpdir(), 'animal-store-tests-'))
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+    // The generated files wait for the imports at the top level.
+    writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
+  }
+  return generatedDir
+}
+
+const importOf = (file: string): string => `await import(${JSON.stringify(pathToFileURL(join(root, file)).href)})\n`
+
+/** The HTTP suites as files that run them on PostgreSQL; none when PostgreSQL is skipped. */
 async function onPostgres (suites: string[]): Promise<string[]> {
   // Throws under CI=true when PostgreSQL does not answer; otherwise says loudly that the run is skipped.
   if (!await postgresAvailable()) return []
-  const dir = mkdtempSync(join(tmpdir(), 'animal-store-tests-'))
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
-  // ES modules, as in the project: the generated files wait for the suite's import at the top level.
-  writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
   return suites.map((suite) => {
-    const file = join(dir, 'on-postgres', suite)
+    const file = join(generated(), 'on-postgres', suite)
     mkdirSync(dirname(file), { recursive: true })
-    writeFileSync(file, `process.env.TEST_ENGINE = 'postgres'\nawait import(${JSON.stringify(pathToFileURL(join(root, suite)).href)})\n`)
+    writeFileSync(file, `process.env.TEST_ENGINE = 'postgres'\n${importOf(suite)}`)
     suiteOf.set(file, suite)
     return file
   })
+}
+
+/**
+ * The unit tests as one file that imports them all: each takes milliseconds, and a process of its
+ * own would cost more than its tests. They touch no shared state; a failure still names its file.
+ */
+function inOneProcess (units: string[]): string[] {
+  if (units.length === 0) return []
+  const file = join(generated(), 'unit-tests.mjs')
+  writeFileSync(file, units.map(importOf).join(''))
+  return [file]
 }
 
 /** The files in the order they start: the slowest first, then the rest in the order given. */
@@ -87,7 +111,7 @@ function slowestFirst (files: string[]): string[] {
   return files.map((file, at) => ({ file, at })).sort((a, b) => rank(a.file) - rank(b.file) || a.at - b.at).map(({ file }) => file)
 }
 
-const unit = testFiles('src')
+const unit = inOneProcess(testFiles('src'))
 const http = testFiles('test/http')
 let files: string[]
 if (fast) {
@@ -101,7 +125,7 @@ if (fast) {
 }
 files = slowestFirst(files.map((file) => resolve(root, file)))
 
-console.log(`${files.length} test files${fast ? ' (unit and HTTP, on SQLite)' : ''}, ${concurrency} at a time`)
+console.log(`${files.length} test processes${fast ? ' (unit and HTTP, on SQLite)' : ''}, ${concurrency} at a time`)
 const stream = run({ files, concurrency, timeout })
 stream.on('test:fail', () => { process.exitCode = 1 })
 // Where the time goes: the durations of the top-level tests of each file that defines tests, added up (its start-up

@@ -128,7 +128,7 @@ describe('developer portal: sign-up and log-in', () => {
 
   test('log-in with the right password starts a session; the cookie is HttpOnly, SameSite=Lax, Path=/portal and holds a token whose digest only is stored', async (t) => {
     const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signUp('alice@example.com', PASSWORD)
+    await new PortalClient(app).signedUpAs(store, 'alice@example.com')
     const browser = new PortalClient(app)
     const response = await browser.logIn('Alice@example.com', PASSWORD)
     assert.equal(response.statusCode, 303, response.body)
@@ -145,7 +145,7 @@ describe('developer portal: sign-up and log-in', () => {
 
   test('logging in again (from a tab opened before) replaces the session: the earlier one ends', async (t) => {
     const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signUp('alice@example.com', PASSWORD)
+    await new PortalClient(app).signedUpAs(store, 'alice@example.com')
     const browser = new PortalClient(app)
     const page = await browser.get('/portal/login')
     const nonce = browser.cookies.get('portal_presession') ?? ''
@@ -162,7 +162,7 @@ describe('developer portal: sign-up and log-in', () => {
 
   test('wrong password, unknown email and an account without a password get the same 401 page, in similar time', async (t) => {
     const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signUp('alice@example.com', PASSWORD)
+    await new PortalClient(app).signedUpAs(store, 'alice@example.com')
     await createAccount(store, { email: 'no-password@example.com' })
     const attempt = async (email: string, password: string): Promise<{ status: number, body: string, ms: number }> => {
       const browser = new PortalClient(app)
@@ -188,7 +188,7 @@ describe('developer portal: sign-up and log-in', () => {
   test('log-out ends the session on the server: the old cookie opens nothing and its forms do nothing', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('bob@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'bob@example.com')
     const keysPage = await browser.get('/portal/keys')
     const token = csrfTokenOf(keysPage.body)
     const oldCookie = browser.cookies.get('portal_session') ?? ''
@@ -213,7 +213,7 @@ describe('developer portal: sign-up and log-in', () => {
   test('an expired session is refused and deleted', async (t) => {
     const { app, store } = await buildTestApp(t)
     const browser = new PortalClient(app)
-    await browser.signUp('carol@example.com', PASSWORD)
+    await browser.signedUpAs(store, 'carol@example.com')
     const tokenHash = hashSessionToken(browser.cookies.get('portal_session') ?? '')
     await store.sessions.extend(tokenHash, new Date(Date.now() - 1000))
     const page = await browser.get('/portal/keys')
@@ -238,7 +238,7 @@ describe('developer portal: sign-up and log-in', () => {
 describe('developer portal: CSRF', () => {
   test('sign-up and log-in posts without the token, with a wrong one or without the pre-session cookie get 403 and change nothing', async (t) => {
     const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signUp('dave@example.com', PASSWORD)
+    await new PortalClient(app).signedUpAs(store, 'dave@example.com')
     for (const path of ['/portal/signup', '/portal/login']) {
       const browser = new PortalClient(app)
       const page = await browser.get(path)
@@ -513,7 +513,7 @@ describe('developer portal: control characters', () => {
 
   test('an email or password with a control character gets 400 naming the field on sign-up and log-in, and nothing is stored', async (t) => {
     const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signUp('pat@example.com', PASSWORD)
+    await new PortalClient(app).signedUpAs(store, 'pat@example.com')
     const cases: Array<[string, Record<string, string>, RegExp]> = [
       ['/portal/signup', { email: `a${NUL}b@x.io`, password: PASSWORD }, /^The email address must not contain control characters \(it contains U\+0000\)\.$/],
       ['/portal/signup', { email: 'new@example.com', password: `${PASSWORD}\u0007` }, /^The password must not contain control characters \(it contains U\+0007\)\.$/],
@@ -548,7 +548,7 @@ describe('developer portal: control characters', () => {
 describe('developer portal: C1 and bidirectional controls', () => {
   test('an email with a C1 or bidirectional control gets 400 naming the field and the character on sign-up and log-in, and nothing is stored', async (t) => {
     const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signUp('pat@example.com', PASSWORD)
+    await new PortalClient(app).signedUpAs(store, 'pat@example.com')
     const cases: Array<[string, Record<string, string>, RegExp]> = [
       ['/portal/signup', { email: 'new@example.com\u0085', password: PASSWORD }, /^The email address must not contain control characters \(it contains U\+0085\)\.$/],
       ['/portal/signup', { email: 'moc.elpmaxe@\u202ewen', password: PASSWORD }, /^The email address must not contain bidirectional formatting characters \(it contains U\+202E\)\.$/],
