@@ -91,8 +91,8 @@ export class PortalClient {
   }
 
   /**
-   * What signUp(email, TEST_PASSWORD) leaves behind, without its password hash: the account, with
-   * a hash of TEST_PASSWORD made once per process (so logIn works), and a session as a log-in
+   * What signUp(email, TEST_PASSWORD) leaves behind, without hashing a password: the account, with
+   * the hash of TEST_PASSWORD made once per process (so logIn works), and a session as a log-in
    * starts it, whose cookie this browser now holds. For tests whose subject comes after sign-up;
    * sign-up itself (its audit event, device cookie and throttling) is tested with signUp.
    */
