@@ -38,6 +38,7 @@ const SLOWEST_FIRST = [
   'test/replication/failover.test.ts',
   'test/replication/replica-reads.test.ts',
   'test/http/portal.test.ts',
+  'test/http/portal-keys.test.ts',
   'test/process/crash-durability.test.ts',
   'test/cli/cli.test.ts',
   'test/e2e/portal.e2e.test.ts',
