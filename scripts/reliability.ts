@@ -2,7 +2,7 @@
  * npm run reliability: the long trials that npm test only samples, with their figures
  * written to bench/results/reliability.md, beside the overload benchmark's.
  *   1. test/process/crash-durability.test.ts with CRASH_TRIALS=50 (SQLite and PostgreSQL);
- *   2. the fuzz tests (test/http/fuzz-*.test.ts) with FUZZ_RUNS=50000 each, when they exist;
+ *   2. the fuzz tests (test/http/fuzz-*.test.ts) with FUZZ_RUNS=50000 each (FUZZ_PORTAL_RUNS=2000 for the portal's forms);
  *   3. bench/overload.ts, when the file exists;
  *   4. scripts/attack.ts: the outside attack replayed on both engines (0 cases may differ).
  * Each runs as a child process whose TAP (or printed) output is shown live and parsed.
@@ -23,6 +23,7 @@ const OVERLOAD_BENCH = 'bench/overload.ts'
 const ATTACK = 'scripts/attack.ts'
 const CRASH_TRIALS = 50
 const FUZZ_RUNS = 50_000
+const FUZZ_PORTAL_RUNS = 2_000
 const logDir = mkdtempSync(join(tmpdir(), 'animal-store-reliability-'))
 
 interface Run { command: string, code: number | null, signal: NodeJS.Signals | null, output: string, seconds: number }
@@ -171,7 +172,7 @@ ${problems.length > 0 ? `\n### Failures\n\n${problems.join('\n\n')}\n` : ''}`)
 
 // 2. Fuzz.
 if (FUZZ_TESTS.length > 0) {
-  const fuzz = await run('fuzz', nodeTest(...FUZZ_TESTS), { FUZZ_RUNS: String(FUZZ_RUNS) })
+  const fuzz = await run('fuzz', nodeTest(...FUZZ_TESTS), { FUZZ_RUNS: String(FUZZ_RUNS), FUZZ_PORTAL_RUNS: String(FUZZ_PORTAL_RUNS) })
   const tests = outcomes(fuzz.output)
   const failed = tests.filter((test) => test.status === 'failed')
   if (fuzz.code !== 0) failures.push(`fuzz: exit ${fuzz.code ?? fuzz.signal}`)
@@ -232,7 +233,7 @@ const load = loadavg().map((value) => value.toFixed(2)).join(', ')
 const summary = `# Reliability results
 
 Written by \`npm run reliability\` (scripts/reliability.ts); run it again to refresh this file. \`npm test\` runs the
-same crash test with 3 trials of each kind and the fuzz tests with their default number of runs.
+same crash test with 1 trial of each kind and the fuzz tests with their default number of runs.
 
 - Date: ${new Date().toISOString()}
 - Command: \`npm run reliability\`

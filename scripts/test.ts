@@ -1,12 +1,15 @@
 /**
  * npm test and npm run test:fast: the test files through node:test's run(), in one pool of
- * processes, reported by the spec reporter (each failure in full at the end, then the counts).
+ * processes, reported by the spec reporter (each failure in full at the end, then the counts and
+ * the slowest files).
  *
  *   scripts/test.ts [--test-timeout=MS]         the type check and the linter side by side, then every
  *                                               test file on SQLite and the HTTP suites again on PostgreSQL
  *   scripts/test.ts --fast [--test-timeout=MS]  the unit tests (src/) and the HTTP suites, on SQLite only
  *
- * TEST_CONCURRENCY sets the pool's size (default 2: the files spawn servers and browsers of their own).
+ * TEST_CONCURRENCY sets the pool's size (default 4: most files spend much of their time waiting on
+ * spawned processes, syncs and sockets rather than on a core, so two cores keep four files going).
+ * npm test bundles dist/ without the build's type check: the type check here covers the whole project.
  * node:test gives every file the runner's environment, so the PostgreSQL run of an HTTP suite is a
  * generated file that sets TEST_ENGINE=postgres and then imports the suite.
  */
@@ -14,7 +17,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { run } from 'node:test'
 import { spec as SpecReporter } from 'node:test/reporters'
@@ -23,7 +26,26 @@ import { postgresAvailable } from '../test/helpers/postgres.js'
 const root = join(import.meta.dirname, '..')
 const fast = process.argv.includes('--fast')
 const timeout = Number(process.argv.find((arg) => arg.startsWith('--test-timeout='))?.split('=')[1] ?? Infinity)
-const concurrency = Number(process.env.TEST_CONCURRENCY ?? 2)
+const concurrency = Number(process.env.TEST_CONCURRENCY ?? 4)
+const SLOWEST_SHOWN = 12
+
+/**
+ * The files that take longest (as the list printed at the end of a run shows), started first so that
+ * none of them is left running alone at the end. Every other file keeps its place in the order below.
+ */
+const SLOWEST_FIRST = [
+  'test/cli/key-lifecycle.test.ts',
+  'test/replication/failover.test.ts',
+  'test/replication/replica-reads.test.ts',
+  'test/http/portal.test.ts',
+  'test/http/portal-keys.test.ts',
+  'test/process/crash-durability.test.ts',
+  'test/cli/cli.test.ts',
+  'test/e2e/portal.e2e.test.ts',
+  'test/e2e/reference.e2e.test.ts',
+  'test/http/fuzz-portal.test.ts',
+  'test/http/create-pet.test.ts'
+]
 
 /** The *.test.ts files under a folder of the project, relative to the root, sorted. */
 function testFiles (folder: string): string[] {
@@ -40,23 +62,57 @@ async function command (name: string, args: string[]): Promise<number> {
   return code ?? 1
 }
 
-/** The HTTP suites as files that run them on PostgreSQL, in a temporary folder; undefined when PostgreSQL is skipped. */
-async function onPostgres (suites: string[]): Promise<string[] | undefined> {
+/** The suite each generated PostgreSQL file runs, for the order the files start in. */
+const suiteOf = new Map<string, string>()
+
+/** A temporary folder for generated test files, removed at exit; ES modules, as in the project. */
+let generatedDir: string | undefined
+function generated (): string {
+  if (generatedDir === undefined) {
+    const dir = generatedDir = mkdtempSync(join(tmpdir(), 'animal-store-tests-'))
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+    // The generated files wait for the imports at the top level.
+    writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
+  }
+  return generatedDir
+}
+
+const importOf = (file: string): string => `await import(${JSON.stringify(pathToFileURL(join(root, file)).href)})\n`
+
+/** The HTTP suites as files that run them on PostgreSQL; none when PostgreSQL is skipped. */
+async function onPostgres (suites: string[]): Promise<string[]> {
   // Throws under CI=true when PostgreSQL does not answer; otherwise says loudly that the run is skipped.
-  if (!await postgresAvailable()) return undefined
-  const dir = mkdtempSync(join(tmpdir(), 'animal-store-tests-'))
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
-  // ES modules, as in the project: the generated files wait for the suite's import at the top level.
-  writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
+  if (!await postgresAvailable()) return []
   return suites.map((suite) => {
-    const file = join(dir, 'on-postgres', suite)
+    const file = join(generated(), 'on-postgres', suite)
     mkdirSync(dirname(file), { recursive: true })
-    writeFileSync(file, `process.env.TEST_ENGINE = 'postgres'\nawait import(${JSON.stringify(pathToFileURL(join(root, suite)).href)})\n`)
+    writeFileSync(file, `process.env.TEST_ENGINE = 'postgres'\n${importOf(suite)}`)
+    suiteOf.set(file, suite)
     return file
   })
 }
 
-const unit = testFiles('src')
+/**
+ * The unit tests as one file that imports them all: each takes milliseconds, and a process of its
+ * own would cost more than its tests. They touch no shared state; a failure still names its file.
+ */
+function inOneProcess (units: string[]): string[] {
+  if (units.length === 0) return []
+  const file = join(generated(), 'unit-tests.mjs')
+  writeFileSync(file, units.map(importOf).join(''))
+  return [file]
+}
+
+/** The files in the order they start: the slowest first, then the rest in the order given. */
+function slowestFirst (files: string[]): string[] {
+  const rank = (file: string): number => {
+    const at = SLOWEST_FIRST.indexOf(suiteOf.get(file) ?? relative(root, file))
+    return at === -1 ? SLOWEST_FIRST.length : at
+  }
+  return files.map((file, at) => ({ file, at })).sort((a, b) => rank(a.file) - rank(b.file) || a.at - b.at).map(({ file }) => file)
+}
+
+const unit = inOneProcess(testFiles('src'))
 const http = testFiles('test/http')
 let files: string[]
 if (fast) {
@@ -65,12 +121,23 @@ if (fast) {
   // Type check and lint first, side by side: a type error fails the run before the tests spend minutes.
   const checks = await Promise.all([command('npx', ['tsc', '--noEmit', '-p', '.']), command('npx', ['eslint', '.'])])
   if (checks.some((code) => code !== 0)) process.exit(1)
-  // The files that spawn servers, clusters and browsers take longest: they start first, so none is left running alone at the end.
   const others = testFiles('test').filter((file) => !file.startsWith(join('test', 'http')))
-  files = [...others, ...http, ...(await onPostgres(http) ?? []), ...unit]
+  files = [...others, ...http, ...await onPostgres(http), ...unit]
 }
+files = slowestFirst(files.map((file) => resolve(root, file)))
 
-console.log(`${files.length} test files${fast ? ' (unit and HTTP, on SQLite)' : ''}, ${concurrency} at a time`)
-const stream = run({ files: files.map((file) => resolve(root, file)), concurrency, timeout })
+console.log(`${files.length} test processes${fast ? ' (unit and HTTP, on SQLite)' : ''}, ${concurrency} at a time`)
+const stream = run({ files, concurrency, timeout })
 stream.on('test:fail', () => { process.exitCode = 1 })
-stream.compose(new SpecReporter()).pipe(process.stdout)
+// Where the time goes: the durations of the top-level tests of each file that defines tests, added up (its start-up
+// not included; an HTTP suite's runs on both engines together, since node:test names the file that defines a test).
+const seconds = new Map<string, number>()
+const count = (data: { nesting: number, file?: string, details: { duration_ms: number } }): void => {
+  if (data.nesting === 0 && data.file !== undefined) seconds.set(data.file, (seconds.get(data.file) ?? 0) + data.details.duration_ms / 1000)
+}
+stream.on('test:pass', count)
+stream.on('test:fail', count)
+stream.compose(new SpecReporter()).on('end', () => {
+  const slowest = [...seconds].sort(([, a], [, b]) => b - a).slice(0, SLOWEST_SHOWN)
+  console.log(`\nslowest files (seconds in their tests, on every engine they ran on):\n${slowest.map(([file, s]) => `  ${s.toFixed(1).padStart(6)}  ${relative(root, file)}`).join('\n')}`)
+}).pipe(process.stdout)

@@ -143,8 +143,9 @@ export function bearerTokenOf (authorization: string | undefined): { token?: str
 }
 
 /**
- * What a key may do (docs/api-keys.md): `animals:read` allows listPets and getPet, `animals:write`
- * allows createPet. A key made without a choice has both, as every key made before scopes does.
+ * What a key may do (docs/api-keys.md): each operation names the scope it needs on its route
+ * (`x-required-scopes`, src/http/routes/pets.ts). A key made without a choice has both, as every
+ * key made before scopes does.
  */
 export const SCOPES = ['animals:read', 'animals:write'] as const
 export type Scope = typeof SCOPES[number]

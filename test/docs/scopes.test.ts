@@ -9,11 +9,13 @@ import { HTTP_METHODS, type OpenApiDocument } from '../helpers/openapi-validator
 import { cliEnv, runCli } from '../helpers/spawn-cli.js'
 
 /**
- * Which scope an operation needs is stated once, on its route (x-required-scopes); the guide, the
- * CLI's help and the portal's key form say it again in words, and must say the same.
+ * Which scope an operation needs is stated once, on its route (x-required-scopes). The CLI's help
+ * and the portal's key form are derived from the routes; the guides say it in words, and must say
+ * the same: this test checks all of them against the served document.
  */
 
-const GUIDE = join(import.meta.dirname, '..', '..', 'docs', 'api-keys.md')
+const DOCS = join(import.meta.dirname, '..', '..', 'docs')
+const GUIDE = join(DOCS, 'api-keys.md')
 /** An operationId as the texts write it: camelCase, such as listPets. */
 const OPERATION_ID = /(?<![{\w])[a-z]+(?:[A-Z][a-z]*)+(?![\w}])/g
 
@@ -63,11 +65,33 @@ async function cliHelpScopes (t: TestContext): Promise<OperationsByScope> {
   })) as OperationsByScope)
 }
 
-test('the guide, the CLI help and the portal name the operations each route\'s x-required-scopes allows', async (t) => {
+/** The client guide's table of operations: `| \`listPets\` (\`animals:read\`) | …`, the scope in the first cell. */
+function clientGuideScopes (): OperationsByScope {
+  const byScope = Object.fromEntries(SCOPES.map((scope) => [scope, [] as string[]])) as OperationsByScope
+  for (const line of readFileSync(join(DOCS, 'client-developers.md'), 'utf8').split('\n')) {
+    const match = /^\| `([a-zA-Z]+)` \((?:[^)`]*, )?`([a-z]+:[a-z]+)`\) \|/.exec(line)
+    if (match) byScope[match[2] as Scope].push(match[1] ?? '')
+  }
+  return sorted(byScope)
+}
+
+/** The record in docs/decisions.md: `A key carries scopes: \`animals:read\` allows \`listPets\` and \`getPet\`, …;`. */
+function decisionScopes (): OperationsByScope {
+  const line = readFileSync(join(DOCS, 'decisions.md'), 'utf8').split('\n').find((text) => text.includes('A key carries scopes:')) ?? ''
+  const statements = line.slice(line.indexOf(':') + 1).split(';')[0] ?? ''
+  return sorted(Object.fromEntries(statements.split(', `').map((part) => {
+    const [scope = '', allows = ''] = part.split(' allows ')
+    return [scope.replaceAll('`', '').trim(), operationIdsIn(allows)]
+  })) as OperationsByScope)
+}
+
+test('the guides, the CLI help and the portal name the operations each route\'s x-required-scopes allows', async (t) => {
   const fromRoutes = await routesScopes(t)
   assert.ok(fromRoutes['animals:read'].length > 0 && fromRoutes['animals:write'].length > 0, JSON.stringify(fromRoutes))
   assert.deepEqual(guideScopes(), fromRoutes, 'docs/api-keys.md, the Scopes table')
   assert.deepEqual(await cliHelpScopes(t), fromRoutes, 'animal-store keys create --help')
   const portal = sorted(Object.fromEntries(SCOPES.map((scope) => [scope, operationIdsIn(SCOPE_WORDS[scope])])) as OperationsByScope)
   assert.deepEqual(portal, fromRoutes, 'the portal\'s key form')
+  assert.deepEqual(clientGuideScopes(), fromRoutes, 'docs/client-developers.md, the table of operations')
+  assert.deepEqual(decisionScopes(), fromRoutes, 'docs/decisions.md, the record of scopes')
 })

@@ -1,9 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, test, type TestContext } from 'node:test'
+import { after, before, describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { tempDir } from '../helpers/build-app.js'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { eventually } from '../helpers/eventually.js'
 import { linkPathOf } from '../helpers/portal-client.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
@@ -43,21 +42,19 @@ interface Session {
   consoleErrors: string[]
 }
 
-/** The service on a real socket and a fresh Chromium profile (its own user-data dir) with one page. */
+/** One Chromium for the file, launched before the first test; each test has a context (a fresh profile) of its own. */
+let chromiumBrowser: Browser | undefined
+
+/** The service on a real socket and a fresh Chromium context (its own cookies and storage) with one page. */
 async function open (t: TestContext): Promise<Session> {
   // Registered first so that it runs first: the browser's keep-alive connections would hold up the server's close.
   let browser: BrowserContext | undefined
   t.after(() => browser?.close())
   const server = await startServer(t)
-  const context = browser = await chromium.launchPersistentContext(tempDir(t), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1000, height: 800 },
-    baseURL: server.baseUrl
-  })
+  assert.ok(chromiumBrowser, 'Chromium was launched before the tests')
+  const context = browser = await chromiumBrowser.newContext({ viewport: { width: 1000, height: 800 }, baseURL: server.baseUrl })
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.baseUrl })
-  const page = context.pages()[0] ?? await context.newPage()
+  const page = await context.newPage()
   const consoleErrors: string[] = []
   page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()) })
   page.on('pageerror', (error) => consoleErrors.push(error.message))
@@ -110,6 +107,9 @@ async function createPet (baseUrl: string, key: string): Promise<{ status: numbe
 }
 
 describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
+  before(async () => { chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS }) })
+  after(() => chromiumBrowser?.close())
+
   test('sign up, log in, generate a key, call the API with it, revoke it and see the API refuse it within 1 s', { timeout: 120_000 }, async (t) => {
     const { server, page, consoleErrors } = await open(t)
 

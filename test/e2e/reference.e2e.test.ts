@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs'
-import { describe, test, type TestContext } from 'node:test'
+import { after, before, describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core'
-import { tempDir } from '../helpers/build-app.js'
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 /** Debian's chromium package: Playwright's own browser download does not work here. */
@@ -20,6 +19,9 @@ function chromiumAvailable (): boolean {
   return false
 }
 
+/** One Chromium for the file, launched before the first test; each test has a context (a fresh profile) of its own. */
+let chromiumBrowser: Browser | undefined
+
 /** A served app and a Chromium page that reaches it as http://animal-store.test:PORT, both closed after the test. */
 async function openBrowser (t: TestContext): Promise<{ server: TestServer, origin: string, page: Page }> {
   // Registered first so that it runs first: the browser's keep-alive connections would hold up the server's close.
@@ -27,11 +29,15 @@ async function openBrowser (t: TestContext): Promise<{ server: TestServer, origi
   t.after(() => browser?.close())
   const server = await startServer(t)
   const origin = `http://${HOST}:${new URL(server.baseUrl).port}`
-  const context = browser = await chromium.launchPersistentContext(tempDir(t), { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1200, height: 900 } })
-  return { server, origin, page: context.pages()[0] ?? await context.newPage() }
+  assert.ok(chromiumBrowser, 'Chromium was launched before the tests')
+  const context = browser = await chromiumBrowser.newContext({ viewport: { width: 1200, height: 900 } })
+  return { server, origin, page: await context.newPage() }
 }
 
 describe('the API reference at /docs in Chromium', { skip: !chromiumAvailable() }, () => {
+  before(async () => { chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS }) })
+  after(() => chromiumBrowser?.close())
+
   test(`renders every operation over plain HTTP at ${HOST}, from this origin alone, within its own security policy`, { timeout: 120_000 }, async (t) => {
     const { origin, page } = await openBrowser(t)
 

@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { newCsrfToken } from '../../src/core/csrf.js'
+import { hashPassword } from '../../src/core/passwords.js'
+import { hashSessionToken, newSessionToken, sessionExpiry } from '../../src/core/sessions.js'
+import { SESSION_COOKIE } from '../../src/portal/session.js'
 import type { Store } from '../../src/storage/store.js'
 import { storeOfTestApp } from './build-app.js'
+
+/** The password of the accounts signedUpAs makes. */
+export const TEST_PASSWORD = 'correct horse battery staple'
+
+/** TEST_PASSWORD's scrypt hash, worked out once per process: each hash costs a large fraction of a second of CPU. */
+let testPasswordHash: Promise<string> | undefined
 
 /** The path and query of the link in the newest message of that kind to the recipient, read from the outbox. */
 export async function linkPathOf (store: Store, recipient: string, kind: string): Promise<string> {
@@ -97,6 +107,22 @@ export class PortalClient {
       assert.equal(verified.statusCode, 200, verified.body)
     }
     return answer
+  }
+
+  /**
+   * What signUp(email, TEST_PASSWORD) leaves behind, without hashing a password: the account, with
+   * the hash of TEST_PASSWORD made once per process (so logIn works), and a session as a log-in
+   * starts it, whose cookie this browser now holds. For tests whose subject comes after sign-up;
+   * sign-up itself (its audit event, device cookie and throttling) is tested with signUp.
+   */
+  async signedUpAs (store: Store, email: string): Promise<number> {
+    testPasswordHash ??= hashPassword(TEST_PASSWORD)
+    const account = await store.accounts.create({ email, name: null, passwordHash: await testPasswordHash })
+    const token = newSessionToken()
+    const now = new Date()
+    await store.sessions.create({ tokenHash: hashSessionToken(token), accountId: account.id, csrfToken: newCsrfToken(), createdAt: now, expiresAt: sessionExpiry(now, now) })
+    this.cookies.set(SESSION_COOKIE, token)
+    return account.id
   }
 
   async logIn (email: string, password: string): Promise<LightMyRequestResponse> {

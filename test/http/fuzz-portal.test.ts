@@ -10,10 +10,11 @@ import { BAD_ESCAPES, countRequest, type FuzzApp, INVALID_UTF8, REPLAY, SEED, as
 // contract (docs/portal.md): HTML pages, a status from the form's short list, never 5xx; a
 // control character in a field that was read gets 400 naming that field; nothing with a
 // control character is stored. Each password check costs a scrypt, so the runs are fewer:
-// FUZZ_PORTAL_RUNS in all (default 400; 240 with TEST_ENGINE=postgres), shared by the forms as
-// PORTAL_SHARES says (log-in, where nearly every run checks a password, least).
+// FUZZ_PORTAL_RUNS in all (default 120; 80 with TEST_ENGINE=postgres; npm run reliability posts
+// 2,000), shared by the forms as PORTAL_SHARES says (log-in, where nearly every run checks a
+// password, least).
 
-const PORTAL_RUNS = integerFromEnv('FUZZ_PORTAL_RUNS') ?? (TEST_ENGINE === 'postgres' ? 240 : 400)
+const PORTAL_RUNS = integerFromEnv('FUZZ_PORTAL_RUNS') ?? (TEST_ENGINE === 'postgres' ? 80 : 120)
 const PORTAL_SHARES = { signup: 0.2, login: 0.1, generateKey: 0.4, revokeKey: 0.3 } as const
 const PORTAL_FORMS = Object.keys(PORTAL_SHARES) as Array<keyof typeof PORTAL_SHARES>
 type PortalForm = keyof typeof PORTAL_SHARES

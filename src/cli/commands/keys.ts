@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
 import { DEFAULT_ROLL_GRACE_MS, SCOPES } from '../../core/api-keys.js'
+import { operationsAllowedBy } from '../../http/routes/pets.js'
 import { createApiKey, durationOrFail, resetSandboxOf, expiryOrFail, keyUsageSince, listApiKeys, revokeApiKey, rollApiKey, scopesOrFail } from '../../services/accounts.js'
 import { USAGE_KEPT_DAYS } from '../../services/usage-recorder.js'
 import type { ApiKeyRow, Store, UsageCount, UsageOutcome } from '../../storage/store.js'
@@ -13,6 +14,9 @@ const TEST_KEY_NOTE = "Mode: test (the same base URL and paths; it reads and wri
 
 /** Scopes as the CLI writes them, and as --scopes takes them back. */
 const scopesList = (row: ApiKeyRow): string => row.scopes.join(',')
+
+/** What each scope allows, read from the routes: `animals:read allows listPets and getPet, …`. */
+const SCOPES_ALLOW = SCOPES.map((scope) => `${scope} allows ${new Intl.ListFormat('en').format(operationsAllowedBy(scope))}`).join(', ')
 
 function expiryText (expiresAt: Date | null, now = Date.now()): string {
   if (expiresAt === null) return 'never'
@@ -41,7 +45,7 @@ export const keysCreate: Command = {
     '  --email E        the account (required)',
     '  --label L        a name for the key, such as the machine it is for',
     `  --scopes S       what the key may do, comma-separated: ${SCOPES.join(', ')} (default: both)`,
-    '                   animals:read allows listPets and getPet, animals:write allows createPet',
+    `                   ${SCOPES_ALLOW}`,
     '  --expires-in D   the key stops working after D: 30m, 12h, 90d (units s, m, h, d, w; at most ten years)',
     '  --expires-at T   the key stops working at T, an ISO 8601 time with a zone: 2027-01-31T18:00:00Z',
     '                   (default: the key does not expire)',

@@ -4,6 +4,7 @@ import { parsePositiveInt64Number } from '../../core/int64.js'
 import { figure, MAX_BODY_BYTES, PAGE_SIZE } from '../../core/limits.js'
 import { MAX_PET_ID, petToJson } from '../../core/pets.js'
 import { parseIdempotencyKey } from '../../core/idempotency.js'
+import type { Scope } from '../../core/api-keys.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
 import type { SandboxCatalog } from '../../services/sandbox-catalog.js'
@@ -14,7 +15,7 @@ import type { Operation } from '../operation.js'
 import type { ListPetsRequest, PetReads } from '../pet-reads.js'
 import { errorResponses, example, keyedResponses, withHeaders, type ErrorExamples } from '../schemas/error.js'
 import { DEPRECATION_HEADERS, ETAG_HEADER, LOCATION_HEADER, NEXT_LINK_HEADER } from '../schemas/headers.js'
-import { requiresScope } from '../schemas/scopes.js'
+import { requiredScopeOf, requiresScope } from '../schemas/scopes.js'
 import { IdempotencyKeyHeaderSchema, ListPetsQuerySchema, PetIdParamsSchema, type ListPetsQuery, type NewPet } from '../schemas/pet.js'
 
 export interface PetOperationsOptions {
@@ -91,6 +92,65 @@ const GET_PET_404: ErrorExamples = {
   unknown: example('No animal has this id', errors.noSuchPet(999999))
 }
 
+const LIST_PETS_SCHEMA = requiresScope('animals:read', {
+  operationId: 'listPets',
+  summary: 'List animals',
+  description: 'Animals ordered by id ascending, at most `limit` of them. When more match, the response carries a `Link: <…>; rel="next"` header (RFC 8288) whose URL returns the next page; following it visits every matching animal exactly once, even while animals are added. A page that came back full never changes and carries a strong ETag.',
+  tags: ['animals'],
+  querystring: ListPetsQuerySchema,
+  response: keyedResponses({
+    200: {
+      ...PetsRef,
+      description: 'A page of animals.',
+      headers: { Link: NEXT_LINK_HEADER, ETag: ETAG_HEADER }
+    },
+    304: { description: 'Not modified: the full page matching If-None-Match is unchanged; no body.', type: 'null' },
+    ...errorResponses([400, 401], { 400: LIST_PETS_400 })
+  })
+})
+
+const CREATE_PET_SCHEMA = requiresScope('animals:write', {
+  operationId: 'createPet',
+  summary: 'Add an animal',
+  description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most ' + figure(MAX_BODY_BYTES) + ' bytes. No type coercion: `"5"` is not an integer.\n\n' +
+    'Addition to the specification: with an `Idempotency-Key` header (IETF httpapi draft), a retry with the same key and the same animal returns the first response (status, body, `Location`) without creating a second animal, on any instance. The same key with another animal gets 422; while the first request with a key is still in flight, another gets 409. Keys belong to the API key that sent them and are kept 24 hours.',
+  tags: ['animals'],
+  headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKeyHeaderSchema) }),
+  body: NewPetRef,
+  response: keyedResponses({
+    201: {
+      ...PetRef,
+      description: 'The created animal (or, for a repeated Idempotency-Key, the animal the first request created).',
+      headers: { Location: LOCATION_HEADER }
+    },
+    ...errorResponses([400, 401, 409, 413, 415, 422, 507], { 400: CREATE_PET_400 })
+  })
+}, CREATE_PET_403)
+
+const GET_PET_SCHEMA = requiresScope('animals:read', {
+  operationId: 'getPet',
+  summary: 'Get an animal (deprecated)',
+  description: 'Deprecated: to be removed on 5 December 2030. Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.',
+  deprecated: true,
+  tags: ['animals'],
+  params: PetIdParamsSchema,
+  response: withHeaders(keyedResponses({
+    200: { ...PetRef, description: 'The animal.' },
+    ...errorResponses([400, 401, 404], { 400: GET_PET_400, 404: GET_PET_404 })
+  }), DEPRECATION_HEADERS)
+})
+
+/**
+ * The schemas of the operations below, each stating on its route the scope it needs
+ * (`x-required-scopes`): what the CLI's help and the portal say of the scopes is read from them.
+ */
+export const PET_OPERATION_SCHEMAS = [LIST_PETS_SCHEMA, CREATE_PET_SCHEMA, GET_PET_SCHEMA] as const
+
+/** The operations a key with the scope may call, in the order of the API document. */
+export function operationsAllowedBy (scope: Scope): string[] {
+  return PET_OPERATION_SCHEMAS.filter((schema) => requiredScopeOf(schema) === scope).map((schema) => schema.operationId)
+}
+
 function readIdempotencyKey (exchange: Exchange): string | undefined {
   const header = exchange.headers['idempotency-key']
   if (header === undefined) return undefined
@@ -123,22 +183,7 @@ function listPetsOperation (live: PetReads, sandbox: SandboxCatalog): Operation 
     method: 'GET',
     url: '/pets',
     prepare: readListQuery,
-    schema: requiresScope('animals:read', {
-      operationId: 'listPets',
-      summary: 'List animals',
-      description: 'Animals ordered by id ascending, at most `limit` of them. When more match, the response carries a `Link: <…>; rel="next"` header (RFC 8288) whose URL returns the next page; following it visits every matching animal exactly once, even while animals are added. A page that came back full never changes and carries a strong ETag.',
-      tags: ['animals'],
-      querystring: ListPetsQuerySchema,
-      response: keyedResponses({
-        200: {
-          ...PetsRef,
-          description: 'A page of animals.',
-          headers: { Link: NEXT_LINK_HEADER, ETag: ETAG_HEADER }
-        },
-        304: { description: 'Not modified: the full page matching If-None-Match is unchanged; no body.', type: 'null' },
-        ...errorResponses([400, 401], { 400: LIST_PETS_400 })
-      })
-    }),
+    schema: LIST_PETS_SCHEMA,
     handle: function listPets (exchange) {
       const { limit = PAGE_SIZE.default, status, cursor } = exchange.query as ListPetsQuery
       const wanted: ListPetsRequest = { limit, status, cursor, ifNoneMatch: exchange.headers['if-none-match'] }
@@ -154,23 +199,7 @@ function createPetOperation (catalog: PetCatalog, idempotencyKeys: IdempotencyKe
     operationId: 'createPet',
     method: 'POST',
     url: '/pets',
-    schema: requiresScope('animals:write', {
-      operationId: 'createPet',
-      summary: 'Add an animal',
-      description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most ' + figure(MAX_BODY_BYTES) + ' bytes. No type coercion: `"5"` is not an integer.\n\n' +
-        'Addition to the specification: with an `Idempotency-Key` header (IETF httpapi draft), a retry with the same key and the same animal returns the first response (status, body, `Location`) without creating a second animal, on any instance. The same key with another animal gets 422; while the first request with a key is still in flight, another gets 409. Keys belong to the API key that sent them and are kept 24 hours.',
-      tags: ['animals'],
-      headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKeyHeaderSchema) }),
-      body: NewPetRef,
-      response: keyedResponses({
-        201: {
-          ...PetRef,
-          description: 'The created animal (or, for a repeated Idempotency-Key, the animal the first request created).',
-          headers: { Location: LOCATION_HEADER }
-        },
-        ...errorResponses([400, 401, 409, 413, 415, 422, 507], { 400: CREATE_PET_400 })
-      })
-    }, CREATE_PET_403),
+    schema: CREATE_PET_SCHEMA,
     handle: async function createPet (exchange) {
       const body = exchange.body as NewPet & { [EXACT_CATEGORY_ID]?: bigint }
       const pet = { name: body.name, categoryId: body[EXACT_CATEGORY_ID] ?? body.categoryId, status: body.status }
@@ -206,18 +235,7 @@ function getPetOperation (live: PetReads, sandbox: SandboxCatalog): Operation {
     url: '/pets/:petId',
     fields: Object.entries(deprecationHeaders()).flat(),
     prepare: readPetId,
-    schema: requiresScope('animals:read', {
-      operationId: 'getPet',
-      summary: 'Get an animal (deprecated)',
-      description: 'Deprecated: to be removed on 5 December 2030. Use `GET /pets` with the `status` filter instead. Every response carries `Deprecation`, `Sunset` and `Link: </v1/pets>; rel="successor-version"`.',
-      deprecated: true,
-      tags: ['animals'],
-      params: PetIdParamsSchema,
-      response: withHeaders(keyedResponses({
-        200: { ...PetRef, description: 'The animal.' },
-        ...errorResponses([400, 401, 404], { 400: GET_PET_400, 404: GET_PET_404 })
-      }), DEPRECATION_HEADERS)
-    }),
+    schema: GET_PET_SCHEMA,
     handle: function getPet (exchange) {
       const { petId } = exchange.params as { petId: number }
       const reads = readsOf(exchange, live, sandbox)

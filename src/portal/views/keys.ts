@@ -1,17 +1,22 @@
 import { html, type SafeHtml } from '../../core/html.js'
 import { MAX_LABEL_LENGTH } from '../../core/accounts.js'
 import { SCOPES, type KeyMode, type Scope } from '../../core/api-keys.js'
+import { operationsAllowedBy } from '../../http/routes/pets.js'
 import type { AccountRow, ApiKeyRow } from '../../storage/store.js'
 import { DEFAULT_EXPIRY_CHOICE, EXPIRY_CHOICES } from '../choices.js'
 import { expiresSoon, keyName, keysTable, scopesList, when, type KeyTableContext } from './key-table.js'
 import { csrfField, describedBy, formMessage, page, type AssetUrls } from './layout.js'
 import { verifyFirstSection } from './mail-links.js'
 
-/** What the key form says each scope allows, naming the operations whose x-required-scopes is that scope. */
-export const SCOPE_WORDS: Readonly<Record<Scope, string>> = {
-  'animals:read': 'list and read animals (listPets, getPet)',
-  'animals:write': 'add animals (createPet)'
+/** What each scope is for, in words; the operations it allows are read from the routes. */
+const SCOPE_PURPOSES: Readonly<Record<Scope, string>> = {
+  'animals:read': 'list and read animals',
+  'animals:write': 'add animals'
 }
+
+/** What the key form says each scope allows, naming the operations whose x-required-scopes is that scope. */
+export const SCOPE_WORDS: Readonly<Record<Scope, string>> = Object.fromEntries(SCOPES.map((scope) =>
+  [scope, `${SCOPE_PURPOSES[scope]} (${operationsAllowedBy(scope).join(', ')})`])) as Record<Scope, string>
 
 /** What the create form shows chosen: what was sent back after an error, both scopes and no expiry at first. */
 export interface KeyFormState {
