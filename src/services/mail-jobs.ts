@@ -14,7 +14,8 @@ const FIRST_REMINDER_AFTER_MS = 5000
 export function startMailJobs (config: Readonly<Config>, store: Store, log: Logger): { close: () => Promise<void> } {
   const sender = new MailSender(store.mailOutbox, { smtpUrl: config.smtpUrl, from: config.mailFrom, giveUpAfterMs: config.mailGiveUpAfterMs, log })
   sender.start()
-  if (config.smtpUrl === undefined) log.info('SMTP_URL is not set: mail (verification and reset links, security notices) is written to this log instead of sent')
+  // Debug, not info: the start-up stays one line, and each message's own line says where it went.
+  if (config.smtpUrl === undefined) log.debug('SMTP_URL is not set: mail (verification and reset links, security notices) is written to this log instead of sent')
   const links = mailLinksOf(config)
   let reminding: Promise<unknown> | undefined
   const remind = (): void => {

@@ -28,20 +28,20 @@ function valueOf (text: string, series: string): number | undefined {
 describe('metrics of a cluster', () => {
   test('the sum of two workers\' registries adds counters and histograms, and keeps each worker\'s gauges apart', async () => {
     const [first, second] = [new Metrics(), new Metrics()]
-    first.requests.record(0.002, 'GET', '/v1/pets', '200')
-    second.requests.record(0.3, 'GET', '/v1/pets', '200')
-    second.requests.record(0.004, 'GET', '/v1/pets', '200')
+    first.requests.record(0.002, 'GET', '/v1/pets', '200', 'live')
+    second.requests.record(0.3, 'GET', '/v1/pets', '200', 'live')
+    second.requests.record(0.004, 'GET', '/v1/pets', '200', 'live')
     first.inFlightRequests = 2
     second.inFlightRequests = 5
     const text = await sumOfWorkers([
       { worker: '1', metrics: await first.registry.getMetricsAsJSON() },
       { worker: '2', metrics: await second.registry.getMetricsAsJSON() }
     ] as Parameters<typeof sumOfWorkers>[0])
-    assert.equal(valueOf(text, 'http_requests_total{method="GET",route="/v1/pets",status="200"}'), 3)
-    assert.equal(valueOf(text, 'http_request_duration_seconds_count{method="GET",route="/v1/pets",status="200"}'), 3)
-    assert.equal(valueOf(text, 'http_request_duration_seconds_bucket{le="0.005",method="GET",route="/v1/pets",status="200"}'), 2)
-    assert.equal(valueOf(text, 'http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v1/pets",status="200"}'), 3)
-    assert.ok(Math.abs((valueOf(text, 'http_request_duration_seconds_sum{method="GET",route="/v1/pets",status="200"}') ?? 0) - 0.306) < 1e-9)
+    assert.equal(valueOf(text, 'http_requests_total{method="GET",route="/v1/pets",status="200",mode="live"}'), 3)
+    assert.equal(valueOf(text, 'http_request_duration_seconds_count{method="GET",route="/v1/pets",status="200",mode="live"}'), 3)
+    assert.equal(valueOf(text, 'http_request_duration_seconds_bucket{le="0.005",method="GET",route="/v1/pets",status="200",mode="live"}'), 2)
+    assert.equal(valueOf(text, 'http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v1/pets",status="200",mode="live"}'), 3)
+    assert.ok(Math.abs((valueOf(text, 'http_request_duration_seconds_sum{method="GET",route="/v1/pets",status="200",mode="live"}') ?? 0) - 0.306) < 1e-9)
     assert.equal(valueOf(text, 'http_requests_in_flight{worker="1"}'), 2)
     assert.equal(valueOf(text, 'http_requests_in_flight{worker="2"}'), 5)
     // The process's own gauges too: one series per worker.
@@ -75,9 +75,9 @@ describe('metrics of a cluster', () => {
     for (let scrape = 0; scrape < 2; scrape++) {
       const { status, body } = await getOnNewConnection(`${baseUrl}/metrics`, METRICS_AUTH)
       assert.equal(status, 200, body)
-      assert.equal(valueOf(body, 'http_requests_total{method="GET",route="/v1/pets",status="200"}'), REQUESTS, body)
-      assert.equal(valueOf(body, 'http_request_duration_seconds_count{method="GET",route="/v1/pets",status="200"}'), REQUESTS)
-      assert.equal(valueOf(body, 'http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v1/pets",status="200"}'), REQUESTS)
+      assert.equal(valueOf(body, 'http_requests_total{method="GET",route="/v1/pets",status="200",mode="live"}'), REQUESTS, body)
+      assert.equal(valueOf(body, 'http_request_duration_seconds_count{method="GET",route="/v1/pets",status="200",mode="live"}'), REQUESTS)
+      assert.equal(valueOf(body, 'http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v1/pets",status="200",mode="live"}'), REQUESTS)
       for (const worker of [started, startedToo]) {
         assert.notEqual(valueOf(body, `http_requests_in_flight{worker="${String(worker.worker)}"}`), undefined, `worker ${String(worker.worker)}'s gauge: ${body}`)
       }

@@ -67,7 +67,7 @@ describe('PostgreSQL outage', () => {
     const ready = await app.inject({ url: '/readyz' })
     assert.equal(ready.statusCode, 503, ready.body)
     const { database, ...refusal } = ready.json<{ database: { state: string, engine: string } }>()
-    assert.deepEqual(refusal, { code: 'service_unavailable', message: 'the database does not answer', status: 503, replicas: [] })
+    assert.deepEqual(refusal, { code: 'service_unavailable', message: 'the database does not answer', status: 503, replicas: [], mailOutbox: { state: 'unknown' } })
     assert.equal(database.state, 'down', 'the answer says why it is not ready')
     assert.equal(ready.headers['retry-after'], '1')
     const list = await app.inject({ url: '/v1/pets?limit=3', headers: auth })
