@@ -57,6 +57,11 @@ test('test mode in Chromium: generate a test key, create an animal with it, see 
   await page.getByLabel('Email').fill('tester@example.com')
   await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
   await page.getByRole('button', { name: 'Create account' }).click()
+  await page.getByRole('heading', { name: 'Check your email' }).waitFor()
+  await page.locator('main').getByRole('link', { name: 'Log in' }).click()
+  await page.getByLabel('Email').fill('tester@example.com')
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
+  await page.getByRole('button', { name: 'Log in' }).click()
   await page.waitForURL('**/portal/keys')
 
   const testKey = await generateKey(page, 'staging', 'Test')
