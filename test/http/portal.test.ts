@@ -1466,7 +1466,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     const older = /<a href="(\/portal\/events\?before=\d+)" rel="next">Older events<\/a>/.exec(first.body)?.[1]
     assert.ok(older, first.body)
     const second = await browser.get(older)
-    assert.deepEqual(eventsOf(second.body), [...Array(8).fill('scope_denied'), 'email_verified', 'verification_sent', 'password_set', 'account_created'])
+    assert.deepEqual(eventsOf(second.body), [...Array(8).fill('scope_denied'), 'login_succeeded', 'email_verified', 'verification_sent', 'password_set', 'account_created'])
     assert.match(second.body, /<td data-label="Detail">request 7<\/td>/)
     assert.doesNotMatch(second.body, /request 8</)
     assert.doesNotMatch(second.body, /Older events/)
