@@ -115,6 +115,8 @@ test('with an OTLP endpoint, each request is a server span with its database, ke
   assert.equal(refused.status, 401)
   await refused.arrayBuffer()
   assert.deepEqual(await signUpAndLogIn(baseUrl, 'traced@example.com', PASSWORD), [200, 303])
+  // The verification message is written after the sign-up's answer: delivered before the server stops.
+  await eventually(() => { assert.ok(sink.to('traced@example.com').some((mail) => /^Verify your email address/.test(mail.subject))) }, { timeout: 10_000 })
 
   // Stopping the server exports what is still gathered.
   server.child.kill('SIGTERM')
