@@ -138,13 +138,18 @@ async function mailedLink (target: Target, email: string, kind: string): Promise
   }
 }
 
-/** Signs up and follows the mailed verification link, so that the account may generate keys. */
+/**
+ * Signs up, follows the mailed verification link, and logs in (a sign-up no longer signs in:
+ * it answers "check your email" whatever the email), so that the account may generate keys.
+ */
 async function signedUp (target: Target, email: string, address: string): Promise<Browser> {
   const browser = new Browser(target.baseUrl, address)
   const answer = await browser.submit('/portal/signup', '/portal/signup', { email, password: PASSWORD })
-  if (answer.status !== 303) throw new Error(`sign-up of ${email} answered ${answer.status}: ${messageOf(answer.body)}`)
+  if (answer.status !== 200) throw new Error(`sign-up of ${email} answered ${answer.status}: ${messageOf(answer.body)}`)
   const verified = await browser.get(await mailedLink(target, email, 'verify_email'))
   if (verified.status !== 200) throw new Error(`the verification link of ${email} answered ${verified.status}`)
+  const loggedIn = await browser.submit('/portal/login', '/portal/login', { email, password: PASSWORD })
+  if (loggedIn.status !== 303) throw new Error(`the log-in of ${email} after its sign-up answered ${loggedIn.status}: ${messageOf(loggedIn.body)}`)
   return browser
 }
 
@@ -390,6 +395,32 @@ const MAIL_CASES: AttackCase[] = [
       const throttle = knownStatuses === unknownStatuses ? `an unknown email throttled like a known one: ${knownStatuses} both` : `known ${knownStatuses}, unknown ${unknownStatuses}`
       const observed = `${throttle}; resend names no email: ${resend.status} to ${resend.headers.get('location') === '/portal/login' ? 'log-in' : resend.headers.get('location') ?? '-'} without a session`
       return { observed, ok: observed === 'an unknown email throttled like a known one: 200 200 200 429 both; resend names no email: 303 to log-in without a session' }
+    }
+  },
+  {
+    item: '42.5',
+    name: 'email enumeration through sign-up: an account\'s email and an unknown one, answered alike; no second account, the owner told',
+    expected: 'same status, page and cookies; the owner told once, the new email sent a link; the first password still logs in, the second not',
+    run: async (target) => {
+      const known = unique('signed')
+      const at = addresses()
+      await signedUp(target, known, at(0))
+      const unknown = unique('newcomer')
+      const one = await new Browser(target.baseUrl, at(1)).submit('/portal/signup', '/portal/signup', { email: known, password: 'a second long passphrase' })
+      const other = await new Browser(target.baseUrl, at(2)).submit('/portal/signup', '/portal/signup', { email: unknown, password: 'a second long passphrase' })
+      const cookies = (answer: Answer): string => answer.headers.getSetCookie().map((line) => line.replace(/=[^;]*/, '=')).join(' | ')
+      const same = pageShape(one, known) === pageShape(other, unknown) && cookies(one) === cookies(other)
+      await mailedLink(target, known, 'sign_up_existing')
+      await mailedLink(target, unknown, 'verify_email')
+      const rows = await target.store.mailOutbox.list({ pendingOnly: false, limit: 500 })
+      const told = rows.filter((row) => row.recipient === known && row.kind === 'sign_up_existing').length
+      const links = rows.filter((row) => row.recipient === known && row.kind === 'verify_email').length
+      const first = (await new Browser(target.baseUrl, at(3)).submit('/portal/login', '/portal/login', { email: known, password: PASSWORD })).status
+      const second = (await new Browser(target.baseUrl, at(4)).submit('/portal/login', '/portal/login', { email: known, password: 'a second long passphrase' })).status
+      const observed = `${same ? 'same status, page and cookies' : `answers differ (${one.status} vs ${other.status})`}; ` +
+        `${told === 1 && links === 1 ? 'the owner told once' : `the owner got ${told} notices and ${links} links`}, the new email sent a link; ` +
+        `the first password ${first === 303 ? 'still logs in' : `answers ${first}`}, the second ${second === 401 ? 'not' : `answers ${second}`}`
+      return { observed, ok: observed === 'same status, page and cookies; the owner told once, the new email sent a link; the first password still logs in, the second not' }
     }
   }
 ]

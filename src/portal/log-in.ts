@@ -11,7 +11,7 @@ import {
   type ThrottledBy
 } from '../core/login-throttle.js'
 import { needsRehash, passwordProblem } from '../core/passwords.js'
-import { signUpVerification } from '../services/account-mail.js'
+import { noticeSignUpAttempt, signUpVerification } from '../services/account-mail.js'
 import { appendAuditEvent, type AuditContext } from '../services/audit-trail.js'
 import type { MailLinks } from '../services/mail-messages.js'
 import { DuplicateEmailError, type Store } from '../storage/store.js'
@@ -115,14 +115,25 @@ export async function logIn (store: Store, hasher: PasswordHasher, devices: Devi
 }
 
 export type SignUpResult =
-  | { outcome: 'ok', accountId: number, deviceCookie: string }
+  /** The same outcome whether or not the email has an account: what differs happens after the answer. */
+  | { outcome: 'accepted' }
   | { outcome: 'invalid_password', message: string }
-  | { outcome: 'duplicate' }
   | Throttled
   | Busy
 
-/** Creates an account with a password; each sign-up counts against the address, as it costs a hash. */
-export async function signUp (store: Store, hasher: PasswordHasher, devices: DeviceCookieSecret, links: MailLinks, input: { email: string, password: string, ip: string }): Promise<SignUpResult> {
+export interface SignUpInput {
+  /** Already normalised. */
+  email: string
+  password: string
+  ip: string
+}
+
+/**
+ * Accepts a sign-up; each counts against the address, as it costs a hash. The password is hashed
+ * whatever the email, so the answer takes as long for an email with an account as for a new one;
+ * the account is looked up and made (or its owner told) in `later`, after the answer is given.
+ */
+export async function signUp (store: Store, hasher: PasswordHasher, links: MailLinks, input: SignUpInput, later: (work: () => Promise<void>) => void): Promise<SignUpResult> {
   const problem = passwordProblem(input.password)
   if (problem !== undefined) return { outcome: 'invalid_password', message: problem }
   return admitted(hasher, { ip: input.ip, kind: 'sign-up' }, async (passwords): Promise<SignUpResult> => {
@@ -131,19 +142,27 @@ export async function signUp (store: Store, hasher: PasswordHasher, devices: Dev
     if (addressCount === undefined) throw new Error('the attempt was not counted')
     const verdict = windowVerdict([{ by: 'address', count: addressCount, max: LOGIN_THROTTLE.maxPerAddress }], now)
     if (!verdict.allowed) return { outcome: 'throttled', by: verdict.by, retryAfterSeconds: verdict.retryAfterSeconds }
-    if (await store.accounts.findByEmail(input.email) !== undefined) return { outcome: 'duplicate' }
     const passwordHash = await passwords.hash(input.password)
-    try {
-      // Unverified until its owner follows the link, whose message is written in the same transaction.
-      const account = await store.accounts.create({ email: input.email, name: null, passwordHash, verification: signUpVerification(links) })
-      const context: AuditContext = { actor: 'portal', address: input.ip }
-      await appendAuditEvent(store.audit, 'account_created', context, { accountId: account.id, detail: 'signed up in the portal' })
-      await appendAuditEvent(store.audit, 'password_set', context, { accountId: account.id })
-      await appendAuditEvent(store.audit, 'verification_sent', context, { accountId: account.id, detail: 'at sign-up' })
-      return { outcome: 'ok', accountId: account.id, deviceCookie: newDeviceCookie(devices.secret, input.email, now) }
-    } catch (error) {
-      if (error instanceof DuplicateEmailError) return { outcome: 'duplicate' }
-      throw error
-    }
+    later(async () => { await createOrNotice(store, links, input, passwordHash) })
+    return { outcome: 'accepted' }
   })
+}
+
+/** Makes the account, unverified, with its verification message; or, when the email has one, mails its owner instead. */
+async function createOrNotice (store: Store, links: MailLinks, input: SignUpInput, passwordHash: string): Promise<void> {
+  const existing = await store.accounts.findByEmail(input.email)
+  if (existing !== undefined) return await noticeSignUpAttempt(store, links, existing)
+  try {
+    // Unverified until its owner follows the link, whose message is written in the same transaction.
+    const account = await store.accounts.create({ email: input.email, name: null, passwordHash, verification: signUpVerification(links) })
+    const context: AuditContext = { actor: 'portal', address: input.ip }
+    await appendAuditEvent(store.audit, 'account_created', context, { accountId: account.id, detail: 'signed up in the portal' })
+    await appendAuditEvent(store.audit, 'password_set', context, { accountId: account.id })
+    await appendAuditEvent(store.audit, 'verification_sent', context, { accountId: account.id, detail: 'at sign-up' })
+  } catch (error) {
+    if (!(error instanceof DuplicateEmailError)) throw error
+    // Another sign-up with the same email made the account first: its owner is told, as above.
+    const raced = await store.accounts.findByEmail(input.email)
+    if (raced !== undefined) await noticeSignUpAttempt(store, links, raced)
+  }
 }

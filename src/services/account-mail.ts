@@ -1,7 +1,7 @@
 import { linkTokenHash, newLinkToken, RESET_TOKEN_TTL_MS, sameDigest, VERIFY_TOKEN_TTL_MS } from '../core/link-tokens.js'
 import type { AccountRow, AccountTokenPurpose, AccountTokenRow, NewMail, Store } from '../storage/store.js'
 import { appendAuditEvent, type AuditContext } from './audit-trail.js'
-import { mailLinksOf, resetMail, securityMail, verificationMail, type MailLinks } from './mail-messages.js'
+import { mailLinksOf, resetMail, securityMail, signUpAttemptMail, verificationMail, type MailLinks } from './mail-messages.js'
 
 const HOUR_MS = 60 * 60_000
 
@@ -9,6 +9,8 @@ const HOUR_MS = 60 * 60_000
 export const MAIL_LIMITS = Object.freeze({
   windowMs: HOUR_MS,
   resendPerAccount: 3,
+  /** Messages telling an account's owner that someone signed up with its email. */
+  signUpNoticePerAccount: 3,
   resetPerEmail: 3,
   resetPerAddress: 10,
   /** New passwords set through reset links, per client address and per account. */
@@ -34,6 +36,15 @@ async function countUse (store: Store, limits: ReadonlyArray<{ subject: string, 
 export function signUpVerification (links: MailLinks): { tokenHash: string, expiresAt: Date, mail: (account: AccountRow) => NewMail } {
   const { token, hash } = newLinkToken()
   return { tokenHash: hash, expiresAt: new Date(Date.now() + VERIFY_TOKEN_TTL_MS), mail: (account) => verificationMail(links, account.email, token) }
+}
+
+/**
+ * Tells the owner of an account that someone signed up with its email, within the account's budget:
+ * past it the sign-up is dropped without a message, so a flood of sign-ups cannot flood the owner's inbox.
+ */
+export async function noticeSignUpAttempt (store: Store, links: MailLinks, account: AccountRow): Promise<void> {
+  const throttled = await countUse(store, [{ subject: `sign-up-existing:account:${account.id}`, max: MAIL_LIMITS.signUpNoticePerAccount }])
+  if (throttled === undefined) await store.mailOutbox.enqueue(signUpAttemptMail(links, account.email))
 }
 
 /** Sends a new verification link (the earlier ones end), within the account's budget. */

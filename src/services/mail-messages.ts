@@ -75,6 +75,22 @@ export function resetMail (links: MailLinks, recipient: string, token: string): 
   })
 }
 
+/** To the owner of an account when someone signs up with its email: the sign-up page answers the same either way. */
+export function signUpAttemptMail (links: MailLinks, recipient: string): NewMail {
+  return message({
+    recipient,
+    kind: 'sign_up_existing',
+    subject: 'Someone tried to sign up to Animal Store with your email address',
+    lines: [
+      'Someone tried to sign up for the Animal Store developer portal with this email address, which already has an account. No second account was made.',
+      'If it was you, log in instead; if you forgot your password, choose a new one from the log-in page.'
+    ],
+    action: 'Log in',
+    link: `${links.base}/portal/login`,
+    footer: 'If it was not you, ignore this message: your account is unchanged.'
+  })
+}
+
 export type SecurityEvent =
   | { type: 'key_created', keyId: string, label: string | null }
   | { type: 'key_rolled', keyId: string, successorId: string }

@@ -3,6 +3,8 @@ import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { tempDir } from '../helpers/build-app.js'
+import { eventually } from '../helpers/eventually.js'
+import { linkPathOf } from '../helpers/portal-client.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 /** Debian's chromium package: Playwright's own browser download does not work here. */
@@ -57,6 +59,13 @@ test('test mode in Chromium: generate a test key, create an animal with it, see 
   await page.getByLabel('Email').fill('tester@example.com')
   await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
   await page.getByRole('button', { name: 'Create account' }).click()
+  await page.getByRole('heading', { name: 'Check your email' }).waitFor()
+  // Keys need a verified email: the link the sign-up wrote to the outbox, then its page's log-in link.
+  await page.goto(await eventually(async () => await linkPathOf(server.store, 'tester@example.com', 'verify_email'), { timeout: 10_000 }))
+  await page.locator('main').getByRole('link', { name: 'Log in' }).click()
+  await page.getByLabel('Email').fill('tester@example.com')
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
+  await page.getByRole('button', { name: 'Log in' }).click()
   await page.waitForURL('**/portal/keys')
 
   const testKey = await generateKey(page, 'staging', 'Test')

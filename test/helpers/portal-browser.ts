@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto'
+import assert from 'node:assert/strict'
+import { eventually } from './eventually.js'
 
 /** A portal answer as a browser sees it. */
 export interface Answer { status: number, headers: Headers, body: string }
@@ -59,6 +61,22 @@ export class Browser {
 }
 
 /**
+ * Signs up and logs in, as a person does: the sign-up answers "check your email" (200) and makes the
+ * account just after its answer, so the log-in is tried until the account is there (401 before it).
+ * The email stays unverified. Answers the log-in (303 to the keys page).
+ */
+export async function signUpAndLogIn (browser: Browser, email: string, password: string): Promise<Answer> {
+  const signedUp = await browser.submit('/portal/signup', '/portal/signup', { email, password })
+  assert.equal(signedUp.status, 200, signedUp.body)
+  assert.match(signedUp.body, /<h1>Check your email<\/h1>/)
+  return await eventually(async () => {
+    const loggedIn = await browser.submit('/portal/login', '/portal/login', { email, password })
+    assert.equal(loggedIn.status, 303, loggedIn.body)
+    return loggedIn
+  }, { timeout: 30_000, interval: 100 })
+}
+
+/**
  * What the outside attack did to the password-hash queue: each address, on a connection of its
  * own, posts sign-ups of fresh emails back to back, and tries again at once on every 429,
  * until `stop` is aborted. `refused` settles at the first 429 (the queue is full: the flood is
@@ -77,8 +95,8 @@ export function floodSignUps (baseUrl: string, addresses: readonly string[], pas
       const answer = await attacker.post('/portal/signup', { _csrf: token, email, password })
       statuses.push(answer.status)
       if (answer.status === 429) onRefused()
-      // Signed up: the session is dropped and a new form fetched, as a script creating accounts would.
-      if (answer.status === 303) {
+      // Signed up: a new form fetched, as a script creating accounts would (the accepted form's token is spent).
+      if (answer.status === 200) {
         attacker.cookies.clear()
         token = ''
       }

@@ -21,7 +21,7 @@ type PortalForm = keyof typeof PORTAL_SHARES
 const PORTAL_PASSWORD = 'correct horse battery staple'
 const HTML_TYPE = /^text\/html; charset=utf-8$/
 const FORM_STATUSES: Record<PortalForm, number[]> = {
-  signup: [303, 400, 403, 409, 413, 415, 429],
+  signup: [200, 400, 403, 413, 415, 429],
   login: [303, 400, 401, 403, 413, 415, 429],
   generateKey: [303, 400, 403, 413, 415, 429],
   revokeKey: [303, 403, 404, 413, 415, 429]

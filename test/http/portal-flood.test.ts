@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { openTestStore } from '../helpers/build-app.js'
-import { Browser, floodSignUps, patientLogIn } from '../helpers/portal-browser.js'
+import { Browser, floodSignUps, patientLogIn, signUpAndLogIn } from '../helpers/portal-browser.js'
 import { launchServer } from '../helpers/server-process.js'
 
 const PASSWORD = 'correct horse battery staple'
@@ -20,8 +20,7 @@ describe('developer portal: a flood of sign-ups', () => {
     // A server process of its own, so the flood's clients do not share its event loop.
     const { databaseUrl } = await openTestStore(t)
     const baseUrl = await launchServer(t, { DATABASE_URL: databaseUrl, TRUST_PROXY: 'loopback' }).listening
-    const signUp = await new Browser(baseUrl, '203.0.113.7').submit('/portal/signup', '/portal/signup', { email: 'patient@example.com', password: PASSWORD })
-    assert.equal(signUp.status, 303)
+    assert.equal((await signUpAndLogIn(new Browser(baseUrl, '203.0.113.7'), 'patient@example.com', PASSWORD)).status, 303)
 
     const stop = new AbortController()
     t.after(() => stop.abort())

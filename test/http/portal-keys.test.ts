@@ -506,7 +506,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.equal(page.statusCode, 200, page.body)
     assertPortalHeaders(page, 'the events page')
     assertNoInlineCode(page.body, 'the events page')
-    assert.deepEqual(eventsOf(page.body), ['key_revoked', 'key_rolled', 'key_created', 'login_succeeded', 'login_failed', 'email_verified', 'verification_sent', 'password_set', 'account_created'])
+    assert.deepEqual(eventsOf(page.body), ['key_revoked', 'key_rolled', 'key_created', 'login_succeeded', 'login_failed', 'login_succeeded', 'email_verified', 'verification_sent', 'password_set', 'account_created'])
     const rowOf = (event: string): string => page.body.split('<tr').find((part) => part.startsWith(` data-event="${event}"`)) ?? ''
     assert.match(rowOf('login_failed'), /<td data-label="Event">Log-in failed<\/td>\s*<td data-label="By">Portal<\/td>\s*<td data-label="Address">198\.51\.100\.7<\/td>\s*<td data-label="Key"><\/td>\s*<td data-label="Detail">wrong password<\/td>/)
     assert.match(rowOf('login_succeeded'), /<td data-label="Event">Logged in<\/td>[\s\S]*192\.0\.2\.10/)
@@ -524,7 +524,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     assert.equal(page.body.includes(PASSWORD) || page.body.includes('not the password at all'), false, 'no password in the events')
     assert.doesNotMatch(page.body, /bob@example|nobody@example/)
     const bobEvents = eventsOf((await bob.get('/portal/events')).body)
-    assert.deepEqual(bobEvents, ['email_verified', 'verification_sent', 'password_set', 'account_created'], "bob sees only his own; an unknown email's failed log-in is recorded nowhere")
+    assert.deepEqual(bobEvents, ['login_succeeded', 'email_verified', 'verification_sent', 'password_set', 'account_created'], "bob sees only his own; an unknown email's failed log-in is recorded nowhere")
     assert.equal((await new PortalClient(app).get('/portal/events')).statusCode, 303, 'only for a session')
   })
 
@@ -542,7 +542,7 @@ describe('developer portal: scopes, expiry, rolling, usage and events', () => {
     const older = /<a href="(\/portal\/events\?before=\d+)" rel="next">Older events<\/a>/.exec(first.body)?.[1]
     assert.ok(older, first.body)
     const second = await browser.get(older)
-    assert.deepEqual(eventsOf(second.body), [...Array(8).fill('scope_denied'), 'email_verified', 'verification_sent', 'password_set', 'account_created'])
+    assert.deepEqual(eventsOf(second.body), [...Array(8).fill('scope_denied'), 'login_succeeded', 'email_verified', 'verification_sent', 'password_set', 'account_created'])
     assert.match(second.body, /<td data-label="Detail">request 7<\/td>/)
     assert.doesNotMatch(second.body, /request 8</)
     assert.doesNotMatch(second.body, /Older events/)

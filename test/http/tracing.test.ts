@@ -60,10 +60,12 @@ async function otlpReceiver (t: TestContext): Promise<{ url: string, spans: Expo
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, bodies }
 }
 
-/** Signs up and logs in through the portal's forms, as a browser does: both hash a password. */
+/**
+ * Signs up and logs in through the portal's forms, as a browser does: both hash a password. The
+ * sign-up makes its account just after its answer, so the log-in is tried until the account is there.
+ */
 async function signUpAndLogIn (baseUrl: string, email: string, password: string): Promise<number[]> {
-  const statuses: number[] = []
-  for (const path of ['/portal/signup', '/portal/login']) {
+  const post = async (path: string): Promise<number> => {
     const page = await fetch(`${baseUrl}${path}`)
     const cookie = (page.headers.getSetCookie()).map((line) => line.split(';')[0]).join('; ')
     const posted = await fetch(`${baseUrl}${path}`, {
@@ -73,9 +75,15 @@ async function signUpAndLogIn (baseUrl: string, email: string, password: string)
       body: formBody({ _csrf: csrfTokenOf(await page.text()), email, password })
     })
     await posted.arrayBuffer()
-    statuses.push(posted.status)
+    return posted.status
   }
-  return statuses
+  const signedUp = await post('/portal/signup')
+  const loggedIn = await eventually(async () => {
+    const status = await post('/portal/login')
+    assert.notEqual(status, 401, 'the account is not made yet')
+    return status
+  }, { timeout: 30_000, interval: 100 })
+  return [signedUp, loggedIn]
 }
 
 const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c'
@@ -106,7 +114,9 @@ test('with an OTLP endpoint, each request is a server span with its database, ke
   const refused = await fetch(`${baseUrl}/v1/pets?api_key=${key}`, { headers: { authorization: `Bearer ${unknownKey}` } })
   assert.equal(refused.status, 401)
   await refused.arrayBuffer()
-  assert.deepEqual(await signUpAndLogIn(baseUrl, 'traced@example.com', PASSWORD), [303, 303])
+  assert.deepEqual(await signUpAndLogIn(baseUrl, 'traced@example.com', PASSWORD), [200, 303])
+  // The verification message is written after the sign-up's answer: delivered before the server stops.
+  await eventually(() => { assert.ok(sink.to('traced@example.com').some((mail) => /^Verify your email address/.test(mail.subject))) }, { timeout: 10_000 })
 
   // Stopping the server exports what is still gathered.
   server.child.kill('SIGTERM')

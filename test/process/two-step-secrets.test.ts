@@ -3,7 +3,7 @@ import { promisify } from 'node:util'
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Secret, TOTP } from 'otpauth'
-import { Browser } from '../helpers/portal-browser.js'
+import { Browser, signUpAndLogIn } from '../helpers/portal-browser.js'
 import { createTestSchema, postgresAvailable } from '../helpers/postgres.js'
 import { launchServer } from '../helpers/server-process.js'
 
@@ -22,7 +22,7 @@ test('no TOTP secret, code or recovery code appears in a PostgreSQL dump or in t
   const server = launchServer(t, { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, LOG_LEVEL: 'trace', TRUST_PROXY: 'loopback' })
   const baseUrl = await server.listening
   const browser = new Browser(baseUrl, '192.0.2.44')
-  assert.equal((await browser.submit('/portal/signup', '/portal/signup', { email: 'totp@example.com', password: PASSWORD })).status, 303)
+  assert.equal((await signUpAndLogIn(browser, 'totp@example.com', PASSWORD)).status, 303)
   assert.equal((await browser.submit('/portal/two-step', '/portal/two-step/setup', {})).status, 303)
   const setup = await browser.get('/portal/two-step/setup')
   const secret = (/<code id="totp-secret">([A-Z2-7 ]+)<\/code>/.exec(setup.body)?.[1] ?? '').replaceAll(' ', '')

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import { isWellFormedKeyId } from '../../core/api-keys.js'
 import type { MailLinks } from '../../services/mail-messages.js'
 import type { ApiKeyRow, Store } from '../../storage/store.js'
@@ -34,6 +34,16 @@ export interface PortalContext {
 
 /** Portal pages are not operations of the API: none is in the OpenAPI document. */
 export const HIDDEN = { schema: { hide: true } } as const
+
+/**
+ * Runs work once the answer is on its way, its failure logged: what depends on whether an email has an
+ * account is done there, so that neither the words nor the time of the answer tell.
+ */
+export function afterAnswer (log: FastifyBaseLogger, failure: string): (work: () => Promise<void>) => void {
+  return (work) => {
+    setImmediate(() => { work().catch((error: unknown) => { log.error({ err: error }, failure) }) })
+  }
+}
 
 export const FORM_EXPIRED = 'This form has expired or was not sent from this site. Please try again.'
 

@@ -5,7 +5,7 @@ import { countResetUse, requestPasswordReset, resetPasswordWithLink, usableToken
 import { CSRF_FIELD } from '../csrf.js'
 import { PasswordHasherBusyError } from '../password.js'
 import { emailVerifiedPage, forgotPasswordPage, RESET_SENT, resetPasswordPage } from '../views/mail-links.js'
-import { field, FORM_EXPIRED, HIDDEN, sendErrorPage, sendPage, type PortalContext } from './context.js'
+import { afterAnswer, field, FORM_EXPIRED, HIDDEN, sendErrorPage, sendPage, type PortalContext } from './context.js'
 
 const LINK_PROBLEMS: Readonly<Record<LinkProblem, string>> = {
   malformed: 'This link is not complete or was changed. Open it exactly as it is in the message, or ask for a new one.',
@@ -58,10 +58,7 @@ async function forgot (ctx: PortalContext, request: FastifyRequest, reply: Fasti
   if (problem !== undefined) return render(400, problem)
   const email = normalizeEmail(emailText)
   if (email === undefined) return render(400, 'Enter a valid email address, such as you@example.com.')
-  const log = request.log
-  const result = await requestPasswordReset(ctx.store, ctx.links, { email, ip: request.ip }, (work) => {
-    setImmediate(() => { work().catch((error: unknown) => { log.error({ err: error }, 'writing a password reset link failed') }) })
-  })
+  const result = await requestPasswordReset(ctx.store, ctx.links, { email, ip: request.ip }, afterAnswer(request.log, 'writing a password reset link failed'))
   if (result.outcome === 'throttled') {
     reply.header('retry-after', String(result.retryAfterSeconds))
     return render(429, `Too many reset requests for this email address or from your network. Try again in ${Math.ceil(result.retryAfterSeconds / 60)} minutes.`)

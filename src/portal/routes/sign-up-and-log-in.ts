@@ -4,8 +4,8 @@ import type { ThrottledBy } from '../../core/login-throttle.js'
 import { CSRF_FIELD } from '../csrf.js'
 import { logIn, signUp, type Busy, type Throttled } from '../log-in.js'
 import { DEVICE_COOKIE, deviceCookieOptions } from '../session.js'
-import { logInPage, signUpPage } from '../views/credentials.js'
-import { field, FORM_EXPIRED, HIDDEN, sendPage, type PortalContext } from './context.js'
+import { checkEmailPage, logInPage, signUpPage } from '../views/credentials.js'
+import { afterAnswer, field, FORM_EXPIRED, HIDDEN, sendPage, type PortalContext } from './context.js'
 import { sessionOf } from './signed-in.js'
 
 /** A wait as people say it: seconds under two minutes, minutes beyond. */
@@ -123,19 +123,17 @@ async function signUpWith (ctx: PortalContext, request: FastifyRequest, reply: F
   if (form.refused !== undefined) return form.refused
   const { email, password, render } = form
   if (email === undefined) return render(400, 'Enter a valid email address, such as you@example.com.')
-  const result = await signUp(ctx.store, ctx.hasher, ctx.devices, ctx.links, { email, password, ip: request.ip })
+  const later = afterAnswer(request.log, 'a portal sign-up failed after its answer')
+  const result = await signUp(ctx.store, ctx.hasher, ctx.links, { email, password, ip: request.ip }, later)
   switch (result.outcome) {
     case 'invalid_password':
       return render(400, result.message)
     case 'throttled':
     case 'busy':
       return refuseEarly(reply, render, result)
-    case 'duplicate':
-      return render(409, 'An account with this email address already exists: log in instead. If an operator created it with the ' +
-        'animal-store command, ask them to set a password for it (animal-store accounts set-password).')
-    case 'ok':
-      await startSession(ctx, request, reply, result.accountId, result.deviceCookie)
-      request.log.info({ accountId: result.accountId }, 'portal sign-up')
-      return reply.redirect('/portal/keys', 303)
+    case 'accepted':
+      // The same page for an email with an account and a new one: the message says which it was.
+      ctx.presession.clear(request, reply)
+      return sendPage(reply, 200, checkEmailPage({ assets: ctx.assets, email }))
   }
 }

@@ -51,3 +51,15 @@ ${formMessage(error, undefined)}
 <p>Already have an account? <a href="/portal/login">Log in</a>.</p>`
   })
 }
+
+/** What every accepted sign-up answers, whether or not the email has an account. */
+export function checkEmailPage ({ assets, email }: { assets: AssetUrls, email: string }): string {
+  return page({
+    title: 'Check your email',
+    assets,
+    main: html`<h1>Check your email</h1>
+<p class="message notice" role="status">We sent a link to ${email}. Follow it to verify your email address, then log in. The link works once, for 24 hours.</p>
+<p>If this address already has an account, the message says so instead: log in, or choose a new password if you forgot it.</p>
+<p><a href="/portal/login">Log in</a></p>`
+  })
+}
