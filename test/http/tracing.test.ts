@@ -108,6 +108,8 @@ test('with an OTLP endpoint, each request is a server span with its database, ke
   await refused.arrayBuffer()
   assert.deepEqual(await signUpAndLogIn(baseUrl, 'traced@example.com', PASSWORD), [303, 303])
 
+  // The outbox delivers the verification message on its own time: its span exists once the sink has it.
+  await eventually(() => { assert.equal(sink.to('traced@example.com').length, 1) }, { timeout: 10_000 })
   // Stopping the server exports what is still gathered.
   server.child.kill('SIGTERM')
   assert.equal((await server.exited).code, 0)
