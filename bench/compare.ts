@@ -15,8 +15,6 @@
  * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
  */
 import { execFileSync } from 'node:child_process'
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -24,7 +22,7 @@ import { seededSqlite } from './datasets.js'
 import { CREATE_PATH, describeNodeFlags, DURATION, sideBySideCost, STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
 import { percent } from './measure.js'
 import { PRODUCTION_ENV } from './report.js'
-import { machine, root } from './support.js'
+import { machine, otlpSink, root } from './support.js'
 
 const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 8)
 
@@ -49,15 +47,6 @@ function buildAt (ref: string, dir: string): string {
   }
   execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: dir, stdio: 'inherit' })
   return join(dir, 'dist', 'cli', 'main.js')
-}
-
-/** An OTLP/HTTP receiver that accepts whatever it is sent and drops it; its URL. */
-async function otlpSink (): Promise<{ url: string, close: () => void }> {
-  const sink = createServer((request, response) => {
-    request.resume().on('end', () => { response.writeHead(200, { 'content-type': 'application/json' }).end('{}') })
-  })
-  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve))
-  return { url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`, close: () => { sink.close() } }
 }
 
 /** The settings of one side: NAME=value and `production` for both, current:NAME=value for the current build only. */

@@ -4,27 +4,33 @@
  * (-t1 -c50) after a warm-up; the samples of the measured seconds are summed by area (a pipeline
  * step, Node's writing of the header fields, the socket write, the garbage collector …) and each
  * area's share is turned into microseconds of the CPU time per request the run measured. Contenders:
- * the ceiling, the bare service (LOG_LEVEL=warn, nothing configured) and the production profile (when
- * Redis answers). The report gives each run's CPU share beside its figures: a run under 95 % of its
+ * the ceiling, the bare service (LOG_LEVEL=warn, nothing configured), the production profile (when
+ * Redis answers) and the production profile with tracing at a 10 % ratio, exporting to an OTLP/HTTP
+ * receiver the tool runs. Tracing's areas come first: a sample whose innermost frame of the bundle is
+ * OpenTelemetry's code or the service's tracing (found through dist's source map), or that is in Node's
+ * async hooks before any frame of the bundle, is tracing's. The report gives each run's CPU share beside its figures: a run under 95 % of its
  * core costs more per request than a saturated one (docs/performance.md, the saturation rule), so
  * compare areas between runs of about the same share. Writes bench/results/<date>-profile.md.
  * Environment: BENCH_PROFILE_DURATION (10s), BENCH_WARM_UP (3s).
  */
 import { readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { SourceMap } from 'node:module'
 import { join } from 'node:path'
 import { seededSqlite } from './datasets.js'
 import { percent, SATURATED, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement } from './measure.js'
 import { redisAvailable } from './redis.js'
 import { PRODUCTION_ENV } from './report.js'
 import { STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
-import { machine, root } from './support.js'
+import { machine, otlpSink, root } from './support.js'
 
 const DURATION = process.env.BENCH_PROFILE_DURATION ?? '10s'
 const WARM_UP = process.env.BENCH_WARM_UP ?? '3s'
 const CLI = join(root, 'dist', 'cli', 'main.js')
+/** Tracing as docs/performance.md measures its cost: parent-based, one new trace in ten recorded. */
+const TRACING_ENV = { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }
 
-interface CallFrame { functionName: string, url: string }
+interface CallFrame { functionName: string, url: string, lineNumber: number, columnNumber: number }
 interface ProfileNode { id: number, callFrame: CallFrame, children?: number[] }
 interface Profile { nodes: ProfileNode[], startTime: number, endTime: number, samples: number[], timeDeltas: number[] }
 
@@ -51,9 +57,41 @@ const STEP_FUNCTIONS: Record<string, string> = {
 const PIPELINE_ANSWER_CALLS = new Set(['write', 'finish', 'handOver', ...Object.keys(STEP_FUNCTIONS)])
 const NODE_HTTP = 'Node: HTTP parser, request and response objects, after the write'
 
+/** The bundle's source map: which package or source file a frame of dist/cli/main.js comes from. */
+const sourceMap = new SourceMap(JSON.parse(readFileSync(`${CLI}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0])
+const sources = new Map<string, string>()
+function sourceOf (frame: CallFrame): string {
+  const at = `${frame.lineNumber}:${frame.columnNumber}`
+  let source = sources.get(at)
+  if (source === undefined) {
+    const entry = sourceMap.findEntry(frame.lineNumber, frame.columnNumber) as { originalSource?: string }
+    source = entry.originalSource ?? ''
+    sources.set(at, source)
+  }
+  return source
+}
+
+const ASYNC_CONTEXT = 'tracing: async context (AsyncLocalStorage, promise hooks)'
+/** Tracing's area of a sample, from its innermost frame of the bundle (leaf first); undefined: not tracing's. */
+function tracingAreaOf (stack: CallFrame[]): string | undefined {
+  for (const frame of stack) {
+    if (frame.url === 'node:async_hooks' || frame.url === 'node:internal/async_hooks') return ASYNC_CONTEXT
+    if (!frame.url.endsWith('/dist/cli/main.js')) continue
+    const source = sourceOf(frame)
+    if (source.includes('/context-async-hooks/')) return ASYNC_CONTEXT
+    if (/\/(otlp-|exporter-trace-otlp)/.test(source) || (source.includes('/sdk-trace-base/') && /BatchSpanProcessor/.test(source))) return 'tracing: span export (batch processor, OTLP JSON, HTTP)'
+    if (source.includes('/@opentelemetry/')) return 'tracing: spans, sampler, propagator (SDK and API)'
+    if (/src\/(http\/steps|services)\/tracing\.ts$/.test(source)) return 'tracing: the trace step and child spans (attributes, route)'
+    return undefined
+  }
+  return undefined
+}
+
 /** The area one sample's stack (leaf first) belongs to. */
 function areaOf (stack: CallFrame[]): string {
   const [leaf] = stack
+  const tracing = tracingAreaOf(stack)
+  if (tracing !== undefined) return tracing
   if (leaf?.functionName === '(garbage collector)') return 'garbage collector'
   if (leaf?.functionName === '(program)') return '(program): native code no function owns'
   for (let index = stack.length - 1; index >= 0; index--) {
@@ -139,6 +177,7 @@ function report (runs: Run[]): string[] {
 
 async function main (): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-profile-'))
+  const sink = await otlpSink()
   try {
     const seeded = await seededSqlite(join(dir, 'small.sqlite'), 10_000)
     const service = ['node', '--max-semi-space-size=4', CLI, 'serve']
@@ -146,7 +185,12 @@ async function main (): Promise<void> {
     const contenders: Array<{ name: string, argv: string[], env: Record<string, string> }> = [
       { name: 'ceiling', argv: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: seeded.key } },
       { name: 'bare', argv: service, env: serviceEnv },
-      ...(await redisAvailable() ? [{ name: 'production', argv: service, env: { ...serviceEnv, ...PRODUCTION_ENV } }] : [])
+      ...(await redisAvailable()
+        ? [
+            { name: 'production', argv: service, env: { ...serviceEnv, ...PRODUCTION_ENV } },
+            { name: 'production, tracing 10 %', argv: service, env: { ...serviceEnv, ...PRODUCTION_ENV, ...TRACING_ENV, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } }
+          ]
+        : [])
     ]
     const runs: Run[] = []
     for (const workload of Object.keys(STEP_COST_PATHS) as StepCostWorkload[]) {
@@ -168,6 +212,7 @@ async function main (): Promise<void> {
     console.log(`wrote ${file}`)
   } finally {
     rmSync(dir, { recursive: true, force: true })
+    sink.close()
   }
 }
 

@@ -5,6 +5,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { closeSync, fsyncSync, openSync } from 'node:fs'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer, type AddressInfo } from 'node:net'
 import { cpus } from 'node:os'
 import { join } from 'node:path'
@@ -103,3 +104,12 @@ export function hostConditions (scratchFile: string): HostConditions {
 
 /** "2 × Intel(R) Xeon(R) Processor" */
 export const machine = (): string => `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}`
+
+/** An OTLP/HTTP receiver that accepts whatever it is sent and drops it; its URL. */
+export async function otlpSink (): Promise<{ url: string, close: () => void }> {
+  const sink = createHttpServer((request, response) => {
+    request.resume().on('end', () => { response.writeHead(200, { 'content-type': 'application/json' }).end('{}') })
+  })
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`, close: () => { sink.close() } }
+}

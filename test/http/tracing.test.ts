@@ -118,6 +118,8 @@ test('with an OTLP endpoint, each request is a server span with its database, ke
   // The verification message is written after the sign-up's answer: delivered before the server stops.
   await eventually(() => { assert.ok(sink.to('traced@example.com').some((mail) => /^Verify your email address/.test(mail.subject))) }, { timeout: 10_000 })
 
+  // The outbox delivers the verification message on its own time: its span exists once the sink has it.
+  await eventually(() => { assert.equal(sink.to('traced@example.com').length, 1) }, { timeout: 10_000 })
   // Stopping the server exports what is still gathered.
   server.child.kill('SIGTERM')
   assert.equal((await server.exited).code, 0)
