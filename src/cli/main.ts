@@ -10,10 +10,18 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   stdoutClosed = true
 })
 
+// Whether the last write got out, judged by that write's own callback: a later probe write would fail on a
+// socket whose reader left after taking everything (`| head -1` through a socketpair), and call it lost.
+let lastWrite: Promise<boolean> = Promise.resolve(true)
+
 process.exitCode = await runCli(process.argv.slice(2), {
   env: process.env,
-  stdout: (text) => { if (!stdoutClosed) process.stdout.write(text + '\n') },
-  written: async () => await new Promise((resolve) => process.stdout.write('', (error) => { resolve(error == null && !stdoutClosed) })),
+  stdout: (text) => {
+    lastWrite = stdoutClosed
+      ? Promise.resolve(false)
+      : new Promise((resolve) => process.stdout.write(text + '\n', (error) => { resolve(error == null) }))
+  },
+  written: async () => await lastWrite,
   stderr: (text) => process.stderr.write(text + '\n'),
   readSecret: (prompt) => readSecret(process.stdin, process.stderr, prompt),
   progress: { isTerminal: process.stderr.isTTY === true, redraw: (text) => process.stderr.write(`\r${text}\u001b[K`) }
