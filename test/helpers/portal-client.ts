@@ -22,6 +22,26 @@ export async function linkPathOf (store: Store, recipient: string, kind: string)
   return url.pathname + url.search
 }
 
+/** The Content-Security-Policy every portal page carries. */
+export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+
+/** The security headers every portal answer carries. */
+export function assertPortalHeaders (response: { headers: Record<string, unknown>, statusCode: number }, context: string): void {
+  assert.equal(response.headers['content-security-policy'], CSP, context)
+  assert.equal(response.headers['x-frame-options'], 'DENY', context)
+  assert.equal(response.headers['referrer-policy'], 'no-referrer', context)
+  assert.equal(response.headers['cache-control'], 'no-store', context)
+  assert.equal(response.headers['x-content-type-options'], 'nosniff', context)
+}
+
+/** No inline script, style or event handler: what the CSP would block. */
+export function assertNoInlineCode (body: string, context: string): void {
+  // Attribute values emptied: escaped text inside them is no attribute.
+  const tags = (body.match(/<[a-z][^>]*>/gi) ?? []).map((tag) => tag.replace(/="[^"]*"/g, '=""'))
+  assert.deepEqual(tags.filter((tag) => /^<script\b/i.test(tag) && !/\ssrc=""/.test(tag)), [], `inline script in ${context}`)
+  assert.deepEqual(tags.filter((tag) => /^<style\b|\sstyle=|\son[a-z]+=/i.test(tag)), [], `inline style or event handler in ${context}`)
+}
+
 /** Reads the hidden CSRF field of the (first) form of a portal page. */
 export function csrfTokenOf (body: string): string {
   const match = /<input type="hidden" name="_csrf" value="([^"]+)">/.exec(body)

@@ -7,10 +7,9 @@ import { generateApiKey, KEY_CHANGE_LIMIT, keyChangeSubject, MAX_LIVE_KEYS, newK
 import { appendAuditEvent } from '../../src/services/audit-trail.js'
 import type { ApiKeyRow, Store } from '../../src/storage/store.js'
 import { buildTestApp, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
-import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
+import { assertNoInlineCode, assertPortalHeaders, csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
 
 const PASSWORD = TEST_PASSWORD
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
 
 async function apiStatus (app: FastifyInstance, key: string): Promise<number> {
   return (await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })).statusCode
@@ -25,21 +24,6 @@ async function msUntilRefused (app: FastifyInstance, key: string, since: number)
     if (performance.now() - since > 5000) assert.fail('the revoked key was still accepted after 5 s')
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
-}
-
-function assertPortalHeaders (response: { headers: Record<string, unknown>, statusCode: number }, context: string): void {
-  assert.equal(response.headers['content-security-policy'], CSP, context)
-  assert.equal(response.headers['x-frame-options'], 'DENY', context)
-  assert.equal(response.headers['referrer-policy'], 'no-referrer', context)
-  assert.equal(response.headers['cache-control'], 'no-store', context)
-  assert.equal(response.headers['x-content-type-options'], 'nosniff', context)
-}
-
-function assertNoInlineCode (body: string, context: string): void {
-  // Attribute values emptied: escaped text inside them is no attribute.
-  const tags = (body.match(/<[a-z][^>]*>/gi) ?? []).map((tag) => tag.replace(/="[^"]*"/g, '=""'))
-  assert.deepEqual(tags.filter((tag) => /^<script\b/i.test(tag) && !/\ssrc=""/.test(tag)), [], `inline script in ${context}`)
-  assert.deepEqual(tags.filter((tag) => /^<style\b|\sstyle=|\son[a-z]+=/i.test(tag)), [], `inline style or event handler in ${context}`)
 }
 
 /* The portal's keys beyond generating and revoking them; sign-up, log-in, CSRF, throttling and the surface are in portal.test.ts. */

@@ -17,12 +17,11 @@ import { createAccount } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
 import { buildTestApp, openTestStore, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
 import { eventually } from '../helpers/eventually.js'
-import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
+import { assertNoInlineCode, assertPortalHeaders, CSP, csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
 import { startServer } from '../helpers/start-server.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
 
 const PASSWORD = TEST_PASSWORD
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
 
 async function secondInstance (t: TestContext, store: Store, env: Record<string, string> = {}): Promise<FastifyInstance> {
   const app = await buildServedApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger: pino({ level: 'silent' }) })
@@ -47,21 +46,6 @@ async function msUntilRefused (app: FastifyInstance, key: string, since: number)
 
 /** Body without what legitimately differs between two answers to the same form: the email typed. */
 const withoutEmail = (body: string, email: string): string => body.replaceAll(email, 'EMAIL')
-
-function assertPortalHeaders (response: { headers: Record<string, unknown>, statusCode: number }, context: string): void {
-  assert.equal(response.headers['content-security-policy'], CSP, context)
-  assert.equal(response.headers['x-frame-options'], 'DENY', context)
-  assert.equal(response.headers['referrer-policy'], 'no-referrer', context)
-  assert.equal(response.headers['cache-control'], 'no-store', context)
-  assert.equal(response.headers['x-content-type-options'], 'nosniff', context)
-}
-
-function assertNoInlineCode (body: string, context: string): void {
-  // Attribute values emptied: escaped text inside them is no attribute.
-  const tags = (body.match(/<[a-z][^>]*>/gi) ?? []).map((tag) => tag.replace(/="[^"]*"/g, '=""'))
-  assert.deepEqual(tags.filter((tag) => /^<script\b/i.test(tag) && !/\ssrc=""/.test(tag)), [], `inline script in ${context}`)
-  assert.deepEqual(tags.filter((tag) => /^<style\b|\sstyle=|\son[a-z]+=/i.test(tag)), [], `inline style or event handler in ${context}`)
-}
 
 /** The first-request snippet as the browser shows it (entities decoded). */
 function snippetOf (body: string): string {

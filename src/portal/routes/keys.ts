@@ -46,14 +46,9 @@ export async function keyRoutes (app: FastifyInstance, ctx: PortalContext): Prom
   })
   app.post<{ Params: { keyId: string } }>('/keys/:keyId/revoke', HIDDEN, async function revokeKey (request, reply) { return await revoke(ctx, request, reply) })
   app.get<{ Params: { keyId: string } }>('/keys/:keyId/roll', HIDDEN, async function confirmRollKey (request, reply) {
-    const session = sessionOf(request)
-    const key = await ownKey(ctx, session, request.params.keyId)
-    if (key === undefined) return noSuchKey(ctx, reply, session)
-    const refused = unverified(ctx, reply, session)
-    if (refused !== undefined) return refused
-    const refusal = notRollable(key)
-    if (refusal !== undefined) return sendErrorPage(ctx, reply, 409, 'Cannot roll this key', refusal, session)
-    return sendPage(reply, 200, rollPage({ assets: ctx.assets, session, key }))
+    const rollable = await rollableKey(ctx, request, reply)
+    if (!('key' in rollable)) return rollable
+    return sendPage(reply, 200, rollPage({ assets: ctx.assets, session: rollable.session, key: rollable.key }))
   })
   app.post<{ Params: { keyId: string } }>('/keys/:keyId/roll', HIDDEN, async function rollKey (request, reply) { return await roll(ctx, request, reply) })
   app.post('/keys/verification', HIDDEN, async function resendVerificationLink (request, reply) {
@@ -236,7 +231,8 @@ const notRollable = (key: ApiKeyRow): string | undefined => {
   return undefined
 }
 
-async function roll (ctx: PortalContext, request: KeyRequest, reply: FastifyReply): Promise<FastifyReply> {
+/** The signed-in account's key named in the path when it may be rolled now; otherwise the page that says why not. */
+async function rollableKey (ctx: PortalContext, request: KeyRequest, reply: FastifyReply): Promise<{ session: PortalSession, key: ApiKeyRow } | FastifyReply> {
   const session = sessionOf(request)
   const key = await ownKey(ctx, session, request.params.keyId)
   if (key === undefined) return noSuchKey(ctx, reply, session)
@@ -244,6 +240,13 @@ async function roll (ctx: PortalContext, request: KeyRequest, reply: FastifyRepl
   if (refused !== undefined) return refused
   const refusal = notRollable(key)
   if (refusal !== undefined) return sendErrorPage(ctx, reply, 409, 'Cannot roll this key', refusal, session)
+  return { session, key }
+}
+
+async function roll (ctx: PortalContext, request: KeyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const rollable = await rollableKey(ctx, request, reply)
+  if (!('key' in rollable)) return rollable
+  const { session, key } = rollable
   const graceText = field(request, 'grace') ?? DEFAULT_GRACE_CHOICE
   const shownGrace = isOffered(GRACE_CHOICES, graceText) ? graceText : DEFAULT_GRACE_CHOICE
   const refuse = (error: string): FastifyReply => sendPage(reply, 400, rollPage({ assets: ctx.assets, session, key, grace: shownGrace, error }))
