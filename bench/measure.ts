@@ -97,6 +97,19 @@ export async function timeToFirstAnswer (running: Started, path: string, key: st
   throw new Error(`${running.baseUrl}${path} did not answer within 30 s`)
 }
 
+/** Asks for every id from 1 to `count` once, `concurrency` requests at a time; throws on an answer other than 200. */
+export async function askForEveryId (running: Started, path: string, key: string, count: number, concurrency = 32): Promise<void> {
+  let next = 1
+  const worker = async (): Promise<void> => {
+    while (next <= count) {
+      const response = await fetch(`${running.baseUrl}${path}${next++}`, { headers: { authorization: `Bearer ${key}` } })
+      await response.arrayBuffer()
+      if (response.status !== 200) throw new Error(`${path}: ${response.status}`)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+}
+
 export async function stopContender (running: Started): Promise<void> {
   await stop(running.child)
   for (const line of readFileSync(running.logFile, 'utf8').split('\n')) if (WARNING.test(line)) console.error(`  contender at ${running.baseUrl}: ${line}`)
