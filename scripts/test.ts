@@ -3,8 +3,8 @@
  * processes, reported by the spec reporter (each failure in full at the end, then the counts and
  * the slowest files).
  *
- *   scripts/test.ts [--test-timeout=MS]         the type check and the linter side by side, then every
- *                                               test file on SQLite and the HTTP suites again on PostgreSQL
+ *   scripts/test.ts [--test-timeout=MS]         every test file on SQLite and the HTTP suites again on
+ *                                               PostgreSQL, with the type check and the linter beside them
  *   scripts/test.ts --fast [--test-timeout=MS]  the unit tests (src/) and the HTTP suites, on SQLite only
  *
  * TEST_CONCURRENCY sets the pool's size (default 4: most files spend much of their time waiting on
@@ -55,11 +55,14 @@ function testFiles (folder: string): string[] {
     .sort()
 }
 
-/** Runs a command in the project root; resolves with its exit code. */
-async function command (name: string, args: string[]): Promise<number> {
-  const child = spawn(name, args, { cwd: root, stdio: 'inherit' })
-  const [code] = await once(child, 'exit') as [number | null]
-  return code ?? 1
+/** Runs a check in the project root, its output kept; resolves with what it printed when it fails, '' when it passes. */
+async function check (name: string, args: string[]): Promise<string> {
+  const child = spawn(name, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const [code] = await once(child, 'close') as [number | null]
+  return code === 0 ? '' : `${[name, ...args].join(' ')} failed:\n${output}`
 }
 
 /** The suite each generated PostgreSQL file runs, for the order the files start in. */
@@ -115,12 +118,13 @@ function slowestFirst (files: string[]): string[] {
 const unit = inOneProcess(testFiles('src'))
 const http = testFiles('test/http')
 let files: string[]
+// The type check and the linter run beside the tests rather than before them: the test files spend much of their
+// time waiting on processes, syncs and sockets, and the checks fill those gaps. Their findings are printed at the end.
+let checks: Promise<string[]> = Promise.resolve([])
 if (fast) {
   files = [...http, ...unit]
 } else {
-  // Type check and lint first, side by side: a type error fails the run before the tests spend minutes.
-  const checks = await Promise.all([command('npx', ['tsc', '--noEmit', '-p', '.']), command('npx', ['eslint', '.'])])
-  if (checks.some((code) => code !== 0)) process.exit(1)
+  checks = Promise.all([check('npx', ['tsc', '--noEmit', '-p', '.']), check('npx', ['eslint', '.'])])
   const others = testFiles('test').filter((file) => !file.startsWith(join('test', 'http')))
   files = [...others, ...http, ...await onPostgres(http), ...unit]
 }
@@ -140,4 +144,10 @@ stream.on('test:fail', count)
 stream.compose(new SpecReporter()).on('end', () => {
   const slowest = [...seconds].sort(([, a], [, b]) => b - a).slice(0, SLOWEST_SHOWN)
   console.log(`\nslowest files (seconds in their tests, on every engine they ran on):\n${slowest.map(([file, s]) => `  ${s.toFixed(1).padStart(6)}  ${relative(root, file)}`).join('\n')}`)
+  void checks.then((failures) => {
+    for (const failure of failures.filter((text) => text !== '')) {
+      console.log(`\n${failure}`)
+      process.exitCode = 1
+    }
+  })
 }).pipe(process.stdout)
