@@ -117,9 +117,10 @@ export async function buildTestApp (t: Cleanup, env: Record<string, string> = {}
 }
 
 /**
- * One test app for all the tests of the suite whose body calls this: built before the first, closed
- * after the last. It saves an app and a database per test, for tests that keep to accounts of their
- * own and look at nothing store-wide. Tests get the app from the function returned.
+ * One test app for all the tests of the suite whose body calls this (of the file, when called at its
+ * top level): built before the first, closed after the last. It saves an app and a database per test,
+ * for tests that keep to accounts of their own and look at nothing store-wide. Tests get the app from
+ * the function returned.
  */
 export function suiteTestApp (env: Record<string, string> = {}): () => TestApp {
   const cleanups: Array<() => unknown> = []
