@@ -202,7 +202,8 @@ async function runPortalCase (pf: PortalFuzz, item: PortalCase): Promise<void> {
   }
 }
 
-describe('fuzzing the developer portal\'s forms', () => {
+// Each form's runs have an app of their own: they run side by side.
+describe('fuzzing the developer portal\'s forms', { concurrency: true }, () => {
   for (const form of PORTAL_FORMS) {
     test(`POST ${form}: never a 5xx, always an HTML page with a status of the form's own, a control character refused naming its field`, { timeout: 300_000 }, async (t) => {
       const pf = await portalFuzz(t)
