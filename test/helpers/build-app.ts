@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { after, before } from 'node:test'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { inject, type DispatchFunc, type InjectOptions, type Response as LightMyRequestResponse } from 'light-my-request'
 import { pino } from 'pino'
@@ -38,8 +39,13 @@ export const TEST_DEFAULTS: Record<string, string> = { LOAD_SHED_EVENT_LOOP_DELA
 /** What a scrape sends for GET /metrics of a test app (TEST_DEFAULTS sets the token: without one /metrics is not served). */
 export const METRICS_AUTH = { authorization: `Bearer ${TEST_DEFAULTS.METRICS_TOKEN ?? ''}` }
 
+/** What a helper needs of a test to clean up after it: the test's context, or a suite's (suiteTestApp). */
+export interface Cleanup {
+  after: (fn: () => unknown) => void
+}
+
 /** A fresh temporary directory, removed after the test. */
-export function tempDir (t: TestContext): string {
+export function tempDir (t: Cleanup): string {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-test-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   return dir
@@ -49,7 +55,7 @@ export function tempDir (t: TestContext): string {
  * Opens and migrates a fresh store, closed after the test: a SQLite file in a temporary
  * directory, or with TEST_ENGINE=postgres a schema of its own on the test PostgreSQL.
  */
-export async function openTestStore (t: TestContext): Promise<{ store: Store, dbPath: string, databaseUrl: string }> {
+export async function openTestStore (t: Cleanup): Promise<{ store: Store, dbPath: string, databaseUrl: string }> {
   if (TEST_ENGINE === 'postgres') {
     const databaseUrl = await createTestSchema(t)
     const store = openPostgresStore(databaseUrl, { poolSize: 4, onError: () => {} })
@@ -100,7 +106,7 @@ export function storeOfTestApp (app: FastifyInstance): Store | undefined {
 }
 
 /** The real application on a fresh SQLite file, with one account and key; use app.inject. Logs nothing unless given a logger. */
-export async function buildTestApp (t: TestContext, env: Record<string, string> = {}, logger: FastifyBaseLogger = pino({ level: 'silent' })): Promise<TestApp> {
+export async function buildTestApp (t: Cleanup, env: Record<string, string> = {}, logger: FastifyBaseLogger = pino({ level: 'silent' })): Promise<TestApp> {
   const { store, dbPath, databaseUrl } = await openTestStore(t)
   const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger })
   injectThroughServer(app)
@@ -108,4 +114,21 @@ export async function buildTestApp (t: TestContext, env: Record<string, string> 
   t.after(() => app.close())
   const key = await createTestKey(store)
   return { app, store, key, auth: { authorization: `Bearer ${key}` }, dbPath, databaseUrl }
+}
+
+/**
+ * One test app for all the tests of the suite whose body calls this (of the file, when called at its
+ * top level): built before the first, closed after the last. It saves an app and a database per test,
+ * for tests that keep to accounts of their own and look at nothing store-wide. Tests get the app from
+ * the function returned.
+ */
+export function suiteTestApp (env: Record<string, string> = {}): () => TestApp {
+  const cleanups: Array<() => unknown> = []
+  let shared: TestApp | undefined
+  before(async () => { shared = await buildTestApp({ after: (fn) => { cleanups.push(fn) } }, env) })
+  after(async () => { for (const cleanup of cleanups.reverse()) await cleanup() })
+  return () => {
+    assert.ok(shared, 'the suite app is built before its first test')
+    return shared
+  }
 }

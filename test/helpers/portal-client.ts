@@ -14,6 +14,16 @@ export const TEST_PASSWORD = 'correct horse battery staple'
 /** TEST_PASSWORD's scrypt hash, worked out once per process: each hash costs a large fraction of a second of CPU. */
 let testPasswordHash: Promise<string> | undefined
 
+/**
+ * An account of the email with TEST_PASSWORD, as sign-up leaves it once its email is verified, without
+ * hashing a password: the hash is made once per process. For tests whose subject comes after sign-up,
+ * including ones that talk to a server in another process on the same database.
+ */
+export async function accountWithTestPassword (store: Store, email: string): Promise<number> {
+  testPasswordHash ??= hashPassword(TEST_PASSWORD)
+  return (await store.accounts.create({ email, name: null, passwordHash: await testPasswordHash })).id
+}
+
 /** The path and query of the link in the newest message of that kind to the recipient, read from the outbox. */
 export async function linkPathOf (store: Store, recipient: string, kind: string): Promise<string> {
   const mail = (await store.mailOutbox.list({ pendingOnly: false, limit: 1000 })).find((row) => row.recipient === recipient && row.kind === kind)
@@ -153,13 +163,12 @@ export class PortalClient {
    * sign-up itself (its audit event, device cookie and throttling) is tested with signUp.
    */
   async signedUpAs (store: Store, email: string): Promise<number> {
-    testPasswordHash ??= hashPassword(TEST_PASSWORD)
-    const account = await store.accounts.create({ email, name: null, passwordHash: await testPasswordHash })
+    const accountId = await accountWithTestPassword(store, email)
     const token = newSessionToken()
     const now = new Date()
-    await store.sessions.create({ tokenHash: hashSessionToken(token), accountId: account.id, csrfToken: newCsrfToken(), createdAt: now, expiresAt: sessionExpiry(now, now) })
+    await store.sessions.create({ tokenHash: hashSessionToken(token), accountId, csrfToken: newCsrfToken(), createdAt: now, expiresAt: sessionExpiry(now, now) })
     this.cookies.set(SESSION_COOKIE, token)
-    return account.id
+    return accountId
   }
 
   async logIn (email: string, password: string): Promise<LightMyRequestResponse> {

@@ -11,10 +11,10 @@ import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../../src/storage/store.js'
 import { buildTestApp, TEST_ENGINE, type TestApp } from '../helpers/build-app.js'
 import { eventually } from '../helpers/eventually.js'
-import { csrfTokenOf, messageOf, PortalClient } from '../helpers/portal-client.js'
+import { csrfTokenOf, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
 import { linkPath, SmtpSink, type SinkMessage } from '../helpers/smtp-sink.js'
 
-const PASSWORD = 'correct horse battery staple'
+const PASSWORD = TEST_PASSWORD
 const NEW_PASSWORD = 'a different long passphrase'
 const silent = pino({ level: 'silent' })
 
@@ -125,7 +125,7 @@ describe(`mail (${TEST_ENGINE})`, () => {
     const { app, store } = await buildTestApp(t)
     startSender(t, store, sink.url)
     const owner = new PortalClient(app, '192.0.2.20')
-    await owner.signUp('reset@example.com', PASSWORD)
+    await owner.signedUpAs(store, 'reset@example.com')
     assert.equal((await owner.get('/portal/keys')).statusCode, 200)
 
     const asker = new PortalClient(app, '192.0.2.21')

@@ -15,13 +15,19 @@ import { generateApiKey, KEY_CHANGE_LIMIT, keyChangeSubject, MAX_LIVE_KEYS, newK
 import { hashSessionToken } from '../../src/core/sessions.js'
 import { createAccount } from '../../src/services/accounts.js'
 import type { Store } from '../../src/storage/store.js'
-import { buildTestApp, openTestStore, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
+import { buildServedApp, buildTestApp, openTestStore, suiteTestApp, TEST_DEFAULTS } from '../helpers/build-app.js'
 import { eventually } from '../helpers/eventually.js'
 import { assertNoInlineCode, assertPortalHeaders, CSP, csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
 import { startServer } from '../helpers/start-server.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
 
 const PASSWORD = TEST_PASSWORD
+
+/**
+ * The app most tests share: each keeps to emails of its own. Tests that look at the whole outbox, throttle
+ * addresses or emails, or need a logger or configuration of their own build their own app.
+ */
+const testApp = suiteTestApp()
 
 async function secondInstance (t: TestContext, store: Store, env: Record<string, string> = {}): Promise<FastifyInstance> {
   const app = await buildServedApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger: pino({ level: 'silent' }) })
@@ -56,7 +62,7 @@ function snippetOf (body: string): string {
 
 describe('developer portal: sign-up and log-in', () => {
   test('/portal sends visitors to the log-in page, which needs no API key and links to sign-up', async (t) => {
-    const { app } = await buildTestApp(t)
+    const { app } = testApp()
     const home = await app.inject({ url: '/portal' })
     assert.equal(home.statusCode, 303)
     assert.equal(home.headers.location, '/portal/login')
@@ -71,7 +77,7 @@ describe('developer portal: sign-up and log-in', () => {
   })
 
   test('sign-up creates an account with an scrypt hash, logs it in and shows its (empty) keys page', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     const signedUp = await browser.signUp(' New.User@Example.com ', PASSWORD)
     assert.equal(signedUp.statusCode, 303, signedUp.body)
@@ -88,7 +94,10 @@ describe('developer portal: sign-up and log-in', () => {
 
   test('sign-up answers a taken email as it answers a new one, makes no second account and mails the owner instead', async (t) => {
     const { app, store } = await buildTestApp(t)
-    assert.equal((await new PortalClient(app).signUp('taken@example.com', PASSWORD)).statusCode, 303)
+    // The first sign-up, up to its account: logging in with its password is checked at the end.
+    const first = await new PortalClient(app).submit('/portal/signup', '/portal/signup', { email: 'taken@example.com', password: PASSWORD })
+    assert.equal(first.statusCode, 200, first.body)
+    await eventually(async () => { assert.ok(await store.accounts.findByEmail('taken@example.com'), 'the first sign-up made its account') }, { timeout: 10_000 })
     await createAccount(store, { email: 'operator-made@example.com' })
     // What is left of an answer once the email it names is taken out: headers that vary per answer aside.
     const shape = (answer: Awaited<ReturnType<PortalClient['submit']>>, email: string): unknown => ({
@@ -137,7 +146,7 @@ describe('developer portal: sign-up and log-in', () => {
   })
 
   test('sign-up refuses a password under 12 characters and an invalid email with 400, creating nothing', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const short = await new PortalClient(app).signUp('short@example.com', 'elevenchars')
     assert.equal(short.statusCode, 400, short.body)
     assert.equal(messageOf(short.body), 'The password must be at least 12 characters long.')
@@ -148,7 +157,7 @@ describe('developer portal: sign-up and log-in', () => {
   })
 
   test('log-in with the right password starts a session; the cookie is HttpOnly, SameSite=Lax, Path=/portal and holds a token whose digest only is stored', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     await new PortalClient(app).signedUpAs(store, 'alice@example.com')
     const browser = new PortalClient(app)
     const response = await browser.logIn('Alice@example.com', PASSWORD)
@@ -165,12 +174,12 @@ describe('developer portal: sign-up and log-in', () => {
   })
 
   test('logging in again (from a tab opened before) replaces the session: the earlier one ends', async (t) => {
-    const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signedUpAs(store, 'alice@example.com')
+    const { app, store } = testApp()
+    await new PortalClient(app).signedUpAs(store, 'abby@example.com')
     const browser = new PortalClient(app)
     const page = await browser.get('/portal/login')
     const nonce = browser.cookies.get('portal_presession') ?? ''
-    const fields = { _csrf: csrfTokenOf(page.body), email: 'alice@example.com', password: PASSWORD }
+    const fields = { _csrf: csrfTokenOf(page.body), email: 'abby@example.com', password: PASSWORD }
     assert.equal((await browser.post('/portal/login', fields)).statusCode, 303)
     const first = browser.cookies.get('portal_session') ?? ''
     browser.cookies.set('portal_presession', nonce)
@@ -182,8 +191,8 @@ describe('developer portal: sign-up and log-in', () => {
   })
 
   test('wrong password, unknown email and an account without a password get the same 401 page, in similar time', async (t) => {
-    const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signedUpAs(store, 'alice@example.com')
+    const { app, store } = testApp()
+    await new PortalClient(app).signedUpAs(store, 'amy@example.com')
     await createAccount(store, { email: 'no-password@example.com' })
     const attempt = async (email: string, password: string): Promise<{ status: number, body: string, ms: number }> => {
       const browser = new PortalClient(app)
@@ -192,7 +201,7 @@ describe('developer portal: sign-up and log-in', () => {
       const response = await browser.post('/portal/login', { _csrf: csrfTokenOf(page.body), email, password })
       return { status: response.statusCode, body: withoutEmail(response.body.replace(csrfTokenOf(response.body), 'TOKEN'), email), ms: performance.now() - started }
     }
-    const wrong = [await attempt('alice@example.com', 'not the password'), await attempt('alice@example.com', 'not the password either')]
+    const wrong = [await attempt('amy@example.com', 'not the password'), await attempt('amy@example.com', 'not the password either')]
     const unknown = [await attempt('nobody@example.com', PASSWORD), await attempt('nobody-else@example.com', PASSWORD)]
     const passwordless = await attempt('no-password@example.com', PASSWORD)
     for (const answer of [...wrong, ...unknown, passwordless]) {
@@ -207,7 +216,7 @@ describe('developer portal: sign-up and log-in', () => {
   })
 
   test('log-out ends the session on the server: the old cookie opens nothing and its forms do nothing', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'bob@example.com')
     const keysPage = await browser.get('/portal/keys')
@@ -232,7 +241,7 @@ describe('developer portal: sign-up and log-in', () => {
   })
 
   test('an expired session is refused and deleted', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'carol@example.com')
     const tokenHash = hashSessionToken(browser.cookies.get('portal_session') ?? '')
@@ -245,7 +254,7 @@ describe('developer portal: sign-up and log-in', () => {
 
   test('cookies are Secure over HTTPS: behind a proxy named in TRUST_PROXY, or when PUBLIC_BASE_URL is https; X-Forwarded-Proto from others is ignored', async (t) => {
     const cookieOf = async (env: Record<string, string>, headers: Record<string, string>): Promise<string> => {
-      const { app } = await buildTestApp(t, env)
+      const app = await secondInstance(t, testApp().store, env)
       const response = await app.inject({ url: '/portal/login', headers })
       return String(response.headers['set-cookie'])
     }
@@ -258,7 +267,7 @@ describe('developer portal: sign-up and log-in', () => {
 
 describe('developer portal: CSRF', () => {
   test('sign-up and log-in posts without the token, with a wrong one or without the pre-session cookie get 403 and change nothing', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     await new PortalClient(app).signedUpAs(store, 'dave@example.com')
     for (const path of ['/portal/signup', '/portal/login']) {
       const browser = new PortalClient(app)
@@ -289,11 +298,11 @@ describe('developer portal: CSRF', () => {
   })
 
   test("forms of a session need the session's token: generate, roll, revoke and log out refuse a missing, wrong or other session's token", async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const alice = new PortalClient(app)
-    await alice.signedUpAs(store, 'alice@example.com')
+    await alice.signedUpAs(store, 'april@example.com')
     const { key } = await alice.generateKey('kept')
-    const [row] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('alice@example.com'))?.id ?? 0)
+    const [row] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('april@example.com'))?.id ?? 0)
     const mallory = new PortalClient(app)
     await mallory.signedUpAs(store, 'mallory@example.com')
     const malloryToken = csrfTokenOf((await mallory.get('/portal/keys')).body)
@@ -319,7 +328,7 @@ describe('developer portal: CSRF', () => {
 
 describe('developer portal: keys', () => {
   test('a generated key is shown once, with a warning and copy buttons, on the no-store page the post redirects to, and works on the API at once', async (t) => {
-    const { app, store, databaseUrl } = await buildTestApp(t)
+    const { app, store, databaseUrl } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'frank@example.com')
     const { response, key } = await browser.generateKey('laptop')
@@ -346,7 +355,8 @@ describe('developer portal: keys', () => {
   })
 
   test('the first-request snippet uses PUBLIC_BASE_URL when set', async (t) => {
-    const { app, store } = await buildTestApp(t, { PUBLIC_BASE_URL: 'https://api.example.com/v1' })
+    const { store } = testApp()
+    const app = await secondInstance(t, store, { PUBLIC_BASE_URL: 'https://api.example.com/v1' })
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'grace@example.com')
     const page = await browser.get('/portal/keys')
@@ -354,7 +364,7 @@ describe('developer portal: keys', () => {
   })
 
   test('revoking asks for confirmation, then the key is refused within 1 s on every instance and shown revoked in the portal and the CLI', async (t) => {
-    const { app, store, databaseUrl } = await buildTestApp(t)
+    const { app, store, databaseUrl } = testApp()
     const other = await secondInstance(t, store)
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'heidi@example.com')
@@ -385,14 +395,14 @@ describe('developer portal: keys', () => {
   })
 
   test('one account never sees nor revokes the keys of another: its id gets the same 404 as an unknown one', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const alice = new PortalClient(app)
-    await alice.signedUpAs(store, 'alice@example.com')
+    await alice.signedUpAs(store, 'agnes@example.com')
     const { key: aliceKey } = await alice.generateKey('alice secret project')
-    const [aliceRow] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('alice@example.com'))?.id ?? 0)
+    const [aliceRow] = await store.apiKeys.listByAccount((await store.accounts.findByEmail('agnes@example.com'))?.id ?? 0)
     assert.ok(aliceRow)
     const bob = new PortalClient(app)
-    await bob.signedUpAs(store, 'bob@example.com')
+    await bob.signedUpAs(store, 'ben@example.com')
     await bob.generateKey('bob key')
 
     const bobPage = await bob.get('/portal/keys')
@@ -419,7 +429,7 @@ describe('developer portal: keys', () => {
   })
 
   test('a label over 100 characters is refused with 400 and the page keeps it; labels are escaped', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'ivan@example.com')
     const tooLong = await browser.submit('/portal/keys', '/portal/keys', { ...DEFAULT_KEY_FIELDS, label: 'x'.repeat(101) })
@@ -434,7 +444,7 @@ describe('developer portal: keys', () => {
   })
 
   test('the cap of 100 live keys holds under concurrent generations from one session', { timeout: 60_000 }, async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'cap@example.com')
     const account = await store.accounts.findByEmail('cap@example.com')
@@ -455,7 +465,7 @@ describe('developer portal: keys', () => {
   })
 
   test(`an account may generate ${KEY_CHANGE_LIMIT.maxPerWindow} keys and revoke ${KEY_CHANGE_LIMIT.maxPerWindow} per hour, in the portal and with the CLI`, { timeout: 60_000 }, async (t) => {
-    const { app, store, databaseUrl } = await buildTestApp(t)
+    const { app, store, databaseUrl } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'rate@example.com')
     const account = await store.accounts.findByEmail('rate@example.com')
@@ -490,7 +500,7 @@ describe('developer portal: keys', () => {
   })
 
   test('the keys page lists every live key and the 10 most recently revoked; older revoked keys are paged', { timeout: 60_000 }, async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'pages@example.com')
     const account = await store.accounts.findByEmail('pages@example.com')
@@ -533,7 +543,7 @@ describe('developer portal: control characters', () => {
   const NUL = '\u0000'
 
   test('an email or password with a control character gets 400 naming the field on sign-up and log-in, and nothing is stored', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     await new PortalClient(app).signedUpAs(store, 'pat@example.com')
     const cases: Array<[string, Record<string, string>, RegExp]> = [
       ['/portal/signup', { email: `a${NUL}b@x.io`, password: PASSWORD }, /^The email address must not contain control characters \(it contains U\+0000\)\.$/],
@@ -554,7 +564,7 @@ describe('developer portal: control characters', () => {
   })
 
   test('a key label with a control character gets 400 naming the label, and no key', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'quinn@example.com')
     for (const label of [`lap${NUL}top`, 'tab\there', 'line\nbreak', 'del\u007f']) {
@@ -568,15 +578,15 @@ describe('developer portal: control characters', () => {
 
 describe('developer portal: C1 and bidirectional controls', () => {
   test('an email with a C1 or bidirectional control gets 400 naming the field and the character on sign-up and log-in, and nothing is stored', async (t) => {
-    const { app, store } = await buildTestApp(t)
-    await new PortalClient(app).signedUpAs(store, 'pat@example.com')
+    const { app, store } = testApp()
+    await new PortalClient(app).signedUpAs(store, 'pam@example.com')
     const cases: Array<[string, Record<string, string>, RegExp]> = [
       ['/portal/signup', { email: 'new@example.com\u0085', password: PASSWORD }, /^The email address must not contain control characters \(it contains U\+0085\)\.$/],
       ['/portal/signup', { email: 'moc.elpmaxe@\u202ewen', password: PASSWORD }, /^The email address must not contain bidirectional formatting characters \(it contains U\+202E\)\.$/],
       ['/portal/signup', { email: 'new\u200e@example.com', password: PASSWORD }, /^The email address must not contain bidirectional formatting characters \(it contains U\+200E\)\.$/],
       ['/portal/signup', { email: 'new@example.com', password: `${PASSWORD}\u009b` }, /^The password must not contain control characters \(it contains U\+009B\)\.$/],
-      ['/portal/login', { email: 'pat@example.com\u2066', password: PASSWORD }, /^The email address must not contain bidirectional formatting characters \(it contains U\+2066\)\.$/],
-      ['/portal/login', { email: 'pat@example.com', password: `\u0085${PASSWORD}` }, /^The password must not contain control characters \(it contains U\+0085\)\.$/]
+      ['/portal/login', { email: 'pam@example.com\u2066', password: PASSWORD }, /^The email address must not contain bidirectional formatting characters \(it contains U\+2066\)\.$/],
+      ['/portal/login', { email: 'pam@example.com', password: `\u0085${PASSWORD}` }, /^The password must not contain control characters \(it contains U\+0085\)\.$/]
     ]
     for (const [path, fields, message] of cases) {
       const response = await new PortalClient(app).submit(path, path, fields)
@@ -589,7 +599,7 @@ describe('developer portal: C1 and bidirectional controls', () => {
   })
 
   test('a key label with a C1 or bidirectional control gets 400 naming the label, and no key', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     await browser.signedUpAs(store, 'rtl@example.com')
     const labels: Array<[string, string]> = [['lap\u0085top', '0085'], ['prod\u202eved', '202E'], ['\u2067staging', '2067'], ['ci\u200f', '200F'], ['\u061cci', '061C']]
@@ -603,12 +613,16 @@ describe('developer portal: C1 and bidirectional controls', () => {
 })
 
 describe('developer portal: throttling', () => {
-  /** A browser that signed up (and so holds a device cookie for the email), without its session: as after a log-out. */
-  async function knownBrowser (app: FastifyInstance, email: string, address: string): Promise<PortalClient> {
+  /**
+   * A browser that has logged in to a new account of the email (and so holds a device cookie for it),
+   * without its session: as after a log-out. The account comes from signedUpAs; the log-in is real.
+   */
+  async function knownBrowser (app: FastifyInstance, store: Store, email: string, address: string): Promise<PortalClient> {
+    await new PortalClient(app).signedUpAs(store, email)
     const browser = new PortalClient(app, address)
-    const signedUp = await browser.signUp(email, PASSWORD)
-    assert.equal(signedUp.statusCode, 303, signedUp.body)
-    assert.ok(browser.cookies.has('portal_device'), 'signing up marks the browser as known')
+    const loggedIn = await browser.logIn(email, PASSWORD)
+    assert.equal(loggedIn.statusCode, 303, loggedIn.body)
+    assert.ok(browser.cookies.has('portal_device'), 'logging in marks the browser as known')
     browser.cookies.delete('portal_session')
     return browser
   }
@@ -616,8 +630,12 @@ describe('developer portal: throttling', () => {
   test(`after ${LOGIN_THROTTLE.freeFailures} failed log-ins from other browsers, an email is locked for unknown browsers only, on every instance; a browser it logged in with still logs in`, { timeout: 120_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
     const other = await secondInstance(t, store)
-    const victim = await knownBrowser(app, 'judy@example.com', '203.0.113.1')
-    for (let attempt = 1; attempt <= LOGIN_THROTTLE.freeFailures; attempt++) {
+    const victim = await knownBrowser(app, store, 'judy@example.com', '203.0.113.1')
+    // All but the last two attempts filled through the store, as a log-in from an unknown browser counts one: each real
+    // attempt costs a password check. The last two are real, one on each instance, and the lock holds on both.
+    const policy = { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs }
+    for (let attempt = 1; attempt <= LOGIN_THROTTLE.freeFailures - 2; attempt++) assert.equal((await store.loginAttempts.recordUnlessLocked(accountSubject('judy@example.com'), new Date(), policy)).allowed, true)
+    for (let attempt = LOGIN_THROTTLE.freeFailures - 1; attempt <= LOGIN_THROTTLE.freeFailures; attempt++) {
       const instance = attempt % 2 === 0 ? app : other
       const response = await new PortalClient(instance, `192.0.2.${attempt}`).logIn('judy@example.com', `wrong password ${attempt}`)
       assert.equal(response.statusCode, 401, `attempt ${attempt}: ${response.body}`)
@@ -648,7 +666,7 @@ describe('developer portal: throttling', () => {
 
   test('the lock on an email for unknown browsers grows with every attempt it lets through, up to its cap', { timeout: 60_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
-    await knownBrowser(app, 'ivan@example.com', '203.0.113.1')
+    await new PortalClient(app).signedUpAs(store, 'ivan@example.com')
     // The free attempts and a few more, each made once the lock it caused had passed.
     const policy = { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs }
     const extra = 5
@@ -672,7 +690,7 @@ describe('developer portal: throttling', () => {
 
   test(`one network is held to ${LOGIN_THROTTLE.maxPerPair} attempts at one email, without locking that email for other networks`, async (t) => {
     const { app, store } = await buildTestApp(t)
-    await knownBrowser(app, 'leo@example.com', '203.0.113.9')
+    await new PortalClient(app).signedUpAs(store, 'leo@example.com')
     const now = new Date()
     for (let i = 0; i < LOGIN_THROTTLE.maxPerPair; i++) await store.loginAttempts.record([pairSubject('leo@example.com', '203.0.113.5')], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
     const held = await new PortalClient(app, '203.0.113.5').logIn('leo@example.com', PASSWORD)
@@ -683,7 +701,7 @@ describe('developer portal: throttling', () => {
 
   test(`after ${LOGIN_THROTTLE.maxPerAddress} attempts from one address, log-ins and sign-ups from it are refused, other addresses are not`, async (t) => {
     const { app, store } = await buildTestApp(t)
-    await new PortalClient(app, '203.0.113.9').signUp('leo@example.com', PASSWORD)
+    await new PortalClient(app).signedUpAs(store, 'leo@example.com')
     const now = new Date()
     // Filled through the store: fifty real log-ins would only make the test slow.
     for (let i = 1; i < LOGIN_THROTTLE.maxPerAddress; i++) await store.loginAttempts.record([addressSubject('203.0.113.5')], now, new Date(now.getTime() - LOGIN_THROTTLE.windowMs))
@@ -699,9 +717,11 @@ describe('developer portal: throttling', () => {
 
   test('the device cookie: long-lived, HttpOnly, Path=/portal, Secure over HTTPS, valid for its own email only, and its browser throttled on its own', { timeout: 60_000 }, async (t) => {
     const { app, store } = await buildTestApp(t, { TRUST_PROXY: '127.0.0.1' })
+    await new PortalClient(app).signedUpAs(store, 'nora@example.com')
     const browser = new PortalClient(app, '127.0.0.1')
-    const signedUp = await browser.signUp('nora@example.com', PASSWORD)
-    const deviceLine = [signedUp.headers['set-cookie']].flat().find((line) => String(line).startsWith('portal_device='))
+    const loggedIn = await browser.logIn('nora@example.com', PASSWORD)
+    assert.equal(loggedIn.statusCode, 303, loggedIn.body)
+    const deviceLine = [loggedIn.headers['set-cookie']].flat().find((line) => String(line).startsWith('portal_device='))
     assert.match(String(deviceLine), /^portal_device=v1\.\d+\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}; Max-Age=31536000; Path=\/portal; HttpOnly; SameSite=Lax$/)
     assert.equal(String(deviceLine).includes('nora'), false, 'the email is not in the cookie')
     const https = new PortalClient(app)
@@ -710,7 +730,7 @@ describe('developer portal: throttling', () => {
     assert.match(String([secure.headers['set-cookie']].flat().find((line) => String(line).startsWith('portal_device='))), /; Secure/)
 
     // Nora's cookie does nothing for another email, and a tampered one does nothing for hers.
-    await new PortalClient(app, '203.0.113.2').signUp('omar@example.com', PASSWORD)
+    await new PortalClient(app).signedUpAs(store, 'omar@example.com')
     const cookie = browser.cookies.get('portal_device') ?? ''
     for (let i = 0; i < LOGIN_THROTTLE.freeFailures; i++) {
       await store.loginAttempts.recordUnlessLocked(accountSubject('omar@example.com'), new Date(), { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs })
@@ -738,7 +758,7 @@ describe('developer portal: throttling', () => {
 
   test('a device cookie older than its Max-Age no longer lets its browser past the lock on the email; a younger one does', { timeout: 60_000 }, async (t) => {
     const { app, store } = await buildTestApp(t)
-    await knownBrowser(app, 'pia@example.com', '203.0.113.1')
+    await new PortalClient(app).signedUpAs(store, 'pia@example.com')
     for (let i = 0; i < LOGIN_THROTTLE.freeFailures; i++) {
       await store.loginAttempts.recordUnlessLocked(accountSubject('pia@example.com'), new Date(), { forgetBefore: new Date(0), lockMsAfter: unknownDeviceLockMs })
     }
@@ -758,10 +778,8 @@ describe('developer portal: throttling', () => {
   })
 
   test('password checks are shared fairly: many concurrent log-ins from a few addresses get 429 beyond one each, and a newcomer is neither refused nor queued behind them', { timeout: 60_000 }, async (t) => {
-    const { app } = await buildTestApp(t)
-    const honest = new PortalClient(app, '203.0.113.77')
-    await honest.signUp('honest@example.com', PASSWORD)
-    honest.cookies.delete('portal_session')
+    const { app, store } = await buildTestApp(t)
+    const honest = await knownBrowser(app, store, 'honest@example.com', '203.0.113.77')
     const attackers = ['192.0.2.10', '192.0.2.11', '192.0.2.12'].map((address) => new PortalClient(app, address))
     const tokens = await Promise.all(attackers.map(async (attacker) => csrfTokenOf((await attacker.get('/portal/login')).body)))
     const honestToken = csrfTokenOf((await honest.get('/portal/login')).body)
@@ -791,14 +809,15 @@ describe('developer portal: throttling', () => {
 
 describe('developer portal: surface', () => {
   test('every portal page carries the CSP, X-Frame-Options, Referrer-Policy and Cache-Control: no-store, and has no inline code', async (t) => {
-    const { app, store } = await buildTestApp(t)
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
     const pages: Array<[string, { statusCode: number, headers: Record<string, unknown>, body: string }]> = []
     pages.push(['log-in', await browser.get('/portal/login')])
     pages.push(['sign-up', await browser.get('/portal/signup')])
     pages.push(['sign-up 400', await browser.submit('/portal/signup', '/portal/signup', { email: 'x@example.com', password: 'short' })])
     pages.push(['sign-up 403', await browser.post('/portal/signup', { email: 'x@example.com', password: PASSWORD })])
-    pages.push(['redirect', await browser.signUp('nina@example.com', PASSWORD)])
+    await new PortalClient(app).signedUpAs(store, 'nina@example.com')
+    pages.push(['redirect', await browser.logIn('nina@example.com', PASSWORD)])
     pages.push(['keys', await browser.get('/portal/keys')])
     const created = await browser.generateKey('headers')
     pages.push(['new key', created.response])
@@ -830,7 +849,7 @@ describe('developer portal: surface', () => {
   })
 
   test('portal errors are HTML pages, the API keeps its JSON errors and its strict body parsing, and the portal is not in the OpenAPI document', async (t) => {
-    const { app, auth } = await buildTestApp(t)
+    const { app, auth } = testApp()
     const missing = await app.inject({ url: '/portal/no/such/page' })
     assert.equal(missing.statusCode, 404)
     assert.match(String(missing.headers['content-type']), /^text\/html/)
@@ -916,7 +935,7 @@ describe('developer portal: surface', () => {
 
 describe('developer portal: accounts made by the CLI', () => {
   test('cannot log in until an operator sets a password with accounts set-password (read from stdin), which also ends their sessions', { timeout: 60_000 }, async (t) => {
-    const { app, store, databaseUrl } = await buildTestApp(t)
+    const { app, store, databaseUrl } = testApp()
     const env = { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl }
     assert.equal((await runCli(['accounts', 'create', '--email', 'ops@example.com'], env)).code, 0)
     assert.equal((await new PortalClient(app).logIn('ops@example.com', PASSWORD)).statusCode, 401)

@@ -193,7 +193,7 @@ describe('test mode in the portal, and on two instances', () => {
     const app = await buildTestApp(t)
     const second = await secondInstance(t, app)
     const browser = new PortalClient(app.app)
-    assert.equal((await browser.signUp('dev@example.com', 'correct horse battery staple')).statusCode, 303)
+    await browser.signedUpAs(app.store, 'dev@example.com')
     const { response, key } = await browser.generateKey('tests', { mode: 'test' })
     assert.match(key, /^ask_test_/)
     assert.match(response.body, /<dt>Mode<\/dt><dd>Test: it reads and writes only your test data<\/dd>/)

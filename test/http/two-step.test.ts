@@ -5,11 +5,11 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { Secret, TOTP } from 'otpauth'
 import { LOGIN_THROTTLE } from '../../src/core/login-throttle.js'
 import type { Store } from '../../src/storage/store.js'
-import { buildTestApp, TEST_ENGINE } from '../helpers/build-app.js'
-import { csrfTokenOf, messageOf, PortalClient } from '../helpers/portal-client.js'
+import { suiteTestApp, TEST_ENGINE } from '../helpers/build-app.js'
+import { csrfTokenOf, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
 import { runCli } from '../helpers/spawn-cli.js'
 
-const PASSWORD = 'correct horse battery staple'
+const PASSWORD = TEST_PASSWORD
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
 const PERIOD_MS = 30_000
 
@@ -40,12 +40,12 @@ function recoveryCodesOf (body: string): string[] {
 }
 
 /**
- * Signs up, opens the setup and confirms it with the code of the step before the current one,
- * so that the current and the next step are left for the test; returns the secret, the
- * recovery codes and the step confirmed.
+ * Starts from a signed-up account (signedUpAs: sign-up is tested in portal.test.ts), opens the setup
+ * and confirms it with the code of the step before the current one, so that the current and the next
+ * step are left for the test; returns the secret, the recovery codes and the step confirmed.
  */
-async function turnOn (browser: PortalClient, email: string): Promise<{ secret: string, recoveryCodes: string[], confirmed: number }> {
-  assert.equal((await browser.signUp(email, PASSWORD)).statusCode, 303)
+async function turnOn (browser: PortalClient, store: Store, email: string): Promise<{ secret: string, recoveryCodes: string[], confirmed: number }> {
+  await browser.signedUpAs(store, email)
   const started = await browser.submit('/portal/two-step', '/portal/two-step/setup', {})
   assert.equal(started.statusCode, 303, started.body)
   assert.equal(started.headers.location, '/portal/two-step/setup')
@@ -119,11 +119,14 @@ async function storedText (store: Store, dbPath: string): Promise<string> {
   return JSON.stringify(row) + (await store.twoStep.unusedRecoveryCodes(account?.id ?? 0)).join(' ')
 }
 
+/** One app for the file: each test keeps to accounts of its own. */
+const testApp = suiteTestApp()
+
 describe(`two-step verification (${TEST_ENGINE})`, () => {
-  test('on with a first code; log-in then needs a code; a code is never accepted twice, a recovery code once; off with a current code', { timeout: 90_000 }, async (t) => {
-    const { app, store, dbPath } = await buildTestApp(t)
+  test('on with a first code; log-in then needs a code; a code is never accepted twice, a recovery code once; off with a current code', { timeout: 90_000 }, async () => {
+    const { app, store, dbPath } = testApp()
     const browser = new PortalClient(app)
-    const { secret, recoveryCodes, confirmed } = await turnOn(browser, 'dana@example.com')
+    const { secret, recoveryCodes, confirmed } = await turnOn(browser, store, 'dana@example.com')
     assert.deepEqual((await eventsOf(store, 'dana@example.com'))[0], { event: 'two_step_enabled', detail: 'TOTP, with 10 recovery codes' })
     assert.deepEqual(await mailKindsTo(store, 'dana@example.com'), ['two_step_enabled'], 'the owner is told, through the outbox')
     const stored = await storedText(store, dbPath)
@@ -175,9 +178,9 @@ describe(`two-step verification (${TEST_ENGINE})`, () => {
     assert.equal(password.headers.location, '/portal/keys', 'the password alone logs in again')
   })
 
-  test(`codes are throttled: after ${LOGIN_THROTTLE.maxCodesPerAccount} wrong ones even the right code gets 429 with Retry-After, from any browser`, { timeout: 60_000 }, async (t) => {
-    const { app } = await buildTestApp(t)
-    const { secret } = await turnOn(new PortalClient(app), 'erin@example.com')
+  test(`codes are throttled: after ${LOGIN_THROTTLE.maxCodesPerAccount} wrong ones even the right code gets 429 with Retry-After, from any browser`, { timeout: 60_000 }, async () => {
+    const { app, store } = testApp()
+    const { secret } = await turnOn(new PortalClient(app), store, 'erin@example.com')
     const window = [-1, 0, 1, 2].map((delta) => codeFor(secret, stepNow() + delta))
     const wrong = ['123456', '654321', '111111'].find((code) => !window.includes(code)) ?? ''
     const guesser = new PortalClient(app, '198.51.100.1')
@@ -196,10 +199,10 @@ describe(`two-step verification (${TEST_ENGINE})`, () => {
     assert.match(messageOf(held.body), /Too many codes tried for this account\. Try again in/)
   })
 
-  test('bad input on the code forms: controls, over-long and empty codes get 400, a tampered or missing pending log-in starts again; never a 500', { timeout: 60_000 }, async (t) => {
-    const { app } = await buildTestApp(t)
+  test('bad input on the code forms: controls, over-long and empty codes get 400, a tampered or missing pending log-in starts again; never a 500', { timeout: 60_000 }, async () => {
+    const { app, store } = testApp()
     const owner = new PortalClient(app)
-    const { secret } = await turnOn(owner, 'fay@example.com')
+    const { secret } = await turnOn(owner, store, 'fay@example.com')
     const step = stepNow()
     const browser = new PortalClient(app)
     await passwordStep(browser, 'fay@example.com')
@@ -229,9 +232,9 @@ describe(`two-step verification (${TEST_ENGINE})`, () => {
     assert.equal((await owner.post('/portal/two-step/disable', { code: codeFor(secret, step) })).statusCode, 403, 'turning off needs the session CSRF token')
   })
 
-  test('accounts reset-2fa, run as the real CLI, turns it off (audited); the password alone logs in again', { timeout: 60_000 }, async (t) => {
-    const { app, store, databaseUrl } = await buildTestApp(t)
-    await turnOn(new PortalClient(app), 'gus@example.com')
+  test('accounts reset-2fa, run as the real CLI, turns it off (audited); the password alone logs in again', { timeout: 60_000 }, async () => {
+    const { app, store, databaseUrl } = testApp()
+    await turnOn(new PortalClient(app), store, 'gus@example.com')
     const env = { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }
     const reset = await runCli(['accounts', 'reset-2fa', '--email', 'gus@example.com'], env)
     assert.equal(reset.code, 0, reset.stderr)
@@ -269,9 +272,9 @@ function handleOf (body: string, browser: string): string {
 }
 
 describe(`portal sessions (${TEST_ENGINE})`, () => {
-  test('the sessions page lists each session with its browser, address, start and last seen; one is signed out, then all', { timeout: 60_000 }, async (t) => {
-    const { app, store } = await buildTestApp(t)
-    assert.equal((await new PortalClient(app).signUp('hal@example.com', PASSWORD)).statusCode, 303)
+  test('the sessions page lists each session with its browser, address, start and last seen; one is signed out, then all', { timeout: 60_000 }, async () => {
+    const { app, store } = testApp()
+    await new PortalClient(app).signedUpAs(store, 'hal@example.com')
     const laptop = await loginAs(app, 'hal@example.com', FIREFOX, '192.0.2.10')
     const phone = await loginAs(app, 'hal@example.com', SAFARI, '2001:db8::7')
     const list = await laptop.get('/portal/sessions')
@@ -309,11 +312,11 @@ describe(`portal sessions (${TEST_ENGINE})`, () => {
     ])
   })
 
-  test('another account\'s session cannot be signed out: its handle gets the same 404 as a made-up one', async (t) => {
-    const { app, store } = await buildTestApp(t)
-    assert.equal((await new PortalClient(app).signUp('ivy@example.com', PASSWORD)).statusCode, 303)
+  test('another account\'s session cannot be signed out: its handle gets the same 404 as a made-up one', async () => {
+    const { app, store } = testApp()
+    await new PortalClient(app).signedUpAs(store, 'ivy@example.com')
     const mallory = new PortalClient(app)
-    assert.equal((await mallory.signUp('mallory@example.com', PASSWORD)).statusCode, 303)
+    await mallory.signedUpAs(store, 'mallory@example.com')
     const ivy = await loginAs(app, 'ivy@example.com', FIREFOX, '192.0.2.20')
     const ivyHandle = handleOf((await ivy.get('/portal/sessions')).body, 'Firefox on Linux')
     const page = await mallory.get('/portal/sessions')
@@ -324,10 +327,10 @@ describe(`portal sessions (${TEST_ENGINE})`, () => {
     assert.equal((await store.sessions.listByAccount(account?.id ?? 0, new Date())).length, 2)
   })
 
-  test('last seen is written at most once a minute per session, not on every request', async (t) => {
-    const { app, store } = await buildTestApp(t)
+  test('last seen is written at most once a minute per session, not on every request', async () => {
+    const { app, store } = testApp()
     const browser = new PortalClient(app)
-    assert.equal((await browser.signUp('jo@example.com', PASSWORD)).statusCode, 303)
+    await browser.signedUpAs(store, 'jo@example.com')
     const account = await store.accounts.findByEmail('jo@example.com')
     const [session] = await store.sessions.listByAccount(account?.id ?? 0, new Date())
     assert.ok(session)
