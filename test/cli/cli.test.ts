@@ -133,9 +133,9 @@ describe('animal-store CLI', () => {
     })
   })
 
-  describe('keys', { concurrency: true }, () => {
+  describe('keys', { concurrency: 2 }, () => {
     // One account's keys through their life: each step's output is checked, and the next step builds on it.
-    test('keys create prints the key alone on the last line, keys list a table and --json {id, label, prefix, createdAt, lastUsedAt, revokedAt, scopes, expiresAt, rolledTo, state, mode} without the secret, keys revoke <id> a revokedAt; an unknown id exits 1', { timeout: 60_000 }, async (t) => {
+    test('keys create prints the key alone on the last line, keys list a table and --json {id, label, prefix, createdAt, lastUsedAt, revokedAt, scopes, expiresAt, rolledTo, state, mode} without the secret, keys revoke <id> a revokedAt; an unknown id exits 1', { timeout: 120_000 }, async (t) => {
       const { env } = newEnv(t)
       await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
       const created = await ok(['keys', 'create', '--email', 'alice@example.com', '--label', 'laptop'], env)

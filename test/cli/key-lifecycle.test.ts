@@ -158,11 +158,12 @@ async function statusFor (baseUrl: string, key: string): Promise<number> {
   return response.status
 }
 
-// Every test has a database of its own, so they need not wait for each other: the suites run side by side, two
-// tests of each engine at a time, and the CLI processes they spawn keep both cores busy.
+// Every test has a database of its own, so they need not wait for each other: the suites run side by side, and the
+// CLI processes they spawn keep both cores busy. Within a suite the tests take turns: more at a time would only
+// stretch each test's wall time towards its deadline on a busy machine.
 describe('key lifecycle', { concurrency: true }, () => {
   for (const engine of ENGINES) {
-    describe(`key lifecycle in the CLI (${engine.name})`, { concurrency: 2 }, () => {
+    describe(`key lifecycle in the CLI (${engine.name})`, { concurrency: 1 }, () => {
       test('keys create takes scopes and an expiry, says them before the key, and keys list --json shows them', { timeout: 120_000 }, async (t) => {
         const setup = await engine.setup(t)
         if (setup === undefined) return
@@ -470,7 +471,7 @@ describe('key lifecycle', { concurrency: true }, () => {
   }
 
   // Refusals of options that the commands check before they open the database: the engine plays no part in them.
-  describe('key lifecycle input checks', { concurrency: true }, () => {
+  describe('key lifecycle input checks', { concurrency: 1 }, () => {
     test('keys create refuses bad scopes, durations and times with one line and exit 1, and makes no key', { timeout: 120_000 }, async (t) => {
       const env = cliEnv(join(tempDir(t), 'animal-store.sqlite'))
       await ok(['accounts', 'create', '--email', EMAIL], env)
