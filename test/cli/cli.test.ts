@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateApiKey, MAX_LIVE_KEYS, newKeyId } from '../../src/core/api-keys.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
@@ -57,40 +57,52 @@ async function listKeys (env: Record<string, string>, email: string): Promise<Ke
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
 describe('animal-store CLI', () => {
-  describe('help', () => {
-    const commands = [
-      ['--help'],
-      ['serve', '--help'],
-      ['migrate', '--help'],
-      ['accounts', '--help'],
-      ['accounts', 'create', '--help'],
-      ['keys', '--help'],
-      ['keys', 'create', '--help'],
-      ['keys', 'list', '--help'],
-      ['keys', 'revoke', '--help'],
-      ['keys', 'roll', '--help'],
-      ['keys', 'usage', '--help'],
-      ['audit', '--help'],
-      ['accounts', 'set-password', '--help'],
-      ['accounts', 'reset-2fa', '--help'],
-      ['config', '--help'],
-      ['seed', '--help'],
-      ['backup', '--help']
+  describe('help', { concurrency: true }, () => {
+    // Beyond naming the command, what some pages must say (a string: those words; a pattern: a match): one run
+    // of the CLI checks every fact of its page.
+    const keysCreate = [/--scopes S/, /--expires-in D/, /--expires-at T/, /animals:read, animals:write/]
+    const commands: Array<[string[], Array<string | RegExp>]> = [
+      [['--help'], ['animal-store keys roll <keyId> [--grace D]', 'animal-store keys usage <keyId>', 'animal-store audit --email E']],
+      [['serve', '--help'], []],
+      [['migrate', '--help'], []],
+      [['accounts', '--help'], []],
+      [['accounts', 'create', '--help'], []],
+      [['keys', '--help'], ['create', 'list', 'revoke', 'roll', 'usage'].map((command) => `animal-store keys ${command}`)],
+      [['keys', 'create', '--help'], keysCreate],
+      // -h is the same option as --help: one command checks it.
+      [['keys', 'create', '-h'], keysCreate],
+      [['keys', 'list', '--help'], [/"scopes"/, /"expiresAt"/, /"rolledTo"/, /"state"/]],
+      [['keys', 'revoke', '--help'], []],
+      [['keys', 'roll', '--help'], [/--grace D/, /default 24 hours/, /0 ends the old key at once/]],
+      [['keys', 'usage', '--help'], [/--days N/, /1 to 90/, /"daily"/, /"hourly"/, /"operations"/, /"totals"/]],
+      [['audit', '--help'], [/--email E/, /--limit N/, /default 50/, /"actor"/, /key_rolled/]],
+      [['accounts', 'set-password', '--help'], []],
+      [['accounts', 'reset-2fa', '--help'], []],
+      [['config', '--help'], []],
+      [['seed', '--help'], []],
+      [['backup', '--help'], []]
     ]
-    for (const args of commands) {
-      test(`animal-store ${args.join(' ')} prints usage on stdout and exits 0`, { timeout: 60_000 }, async (t) => {
-        const { env, dbPath } = newEnv(t)
-        const result = await ok(args, env)
+    const groups = new Set(['', 'accounts', 'keys'])
+    for (const [args, parts] of commands) {
+      test(`animal-store ${args.join(' ')} prints usage on stdout, exits 0 and touches no database`, { timeout: 60_000 }, async (t) => {
+        const dir = tempDir(t)
+        const result = await ok(args, cliEnv(join(dir, 'animal-store.sqlite')))
         assert.match(result.stdout, /Usage:/, show(result))
-        const named = args.filter((arg) => arg !== '--help').join(' ')
+        const named = args.filter((arg) => arg !== '--help' && arg !== '-h').join(' ')
         assert.ok(result.stdout.includes(`animal-store ${named}`), `the usage does not name "animal-store ${named}"\n${show(result)}`)
+        // A command's own page starts with its usage line.
+        if (!groups.has(named)) assert.ok(result.stdout.startsWith(`Usage: animal-store ${named}`), show(result))
+        for (const part of parts) {
+          if (typeof part === 'string') assert.ok(result.stdout.includes(part), `the usage lacks "${part}"\n${show(result)}`)
+          else assert.match(result.stdout, part, show(result))
+        }
         assert.equal(result.stderr, '', show(result))
-        assert.equal(existsSync(dbPath), false, '--help must not create the database')
+        assert.deepEqual(readdirSync(dir), [], '--help must not create the database')
       })
     }
   })
 
-  describe('accounts create', () => {
+  describe('accounts create', { concurrency: true }, () => {
     test('creates an account with an email and a name and exits 0', { timeout: 60_000 }, async (t) => {
       const { env } = newEnv(t)
       const result = await ok(['accounts', 'create', '--email', 'alice@example.com', '--name', 'Alice'], env)
@@ -98,12 +110,7 @@ describe('animal-store CLI', () => {
       assert.equal(result.stderr, '', show(result))
     })
 
-    test('creates an account with an email only and exits 0', { timeout: 60_000 }, async (t) => {
-      const { env } = newEnv(t)
-      await ok(['accounts', 'create', '--email', 'bob@example.com'], env)
-    })
-
-    test('refuses a second account with the same email, also differing only in case, with exit 1', { timeout: 60_000 }, async (t) => {
+    test('creates an account with an email only and exits 0, and refuses a second one with the same email, also differing only in case, with exit 1', { timeout: 60_000 }, async (t) => {
       const { env } = newEnv(t)
       await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
       await fails(['accounts', 'create', '--email', 'alice@example.com'], env, /already exists/)
@@ -126,41 +133,27 @@ describe('animal-store CLI', () => {
     })
   })
 
-  describe('keys', () => {
-    test('keys create prints the key alone on the last line of stdout and exits 0', { timeout: 60_000 }, async (t) => {
+  describe('keys', { concurrency: 2 }, () => {
+    // One account's keys through their life: each step's output is checked, and the next step builds on it.
+    test('keys create prints the key alone on the last line, keys list a table and --json {id, label, prefix, createdAt, lastUsedAt, revokedAt, scopes, expiresAt, rolledTo, state, mode} without the secret, keys revoke <id> a revokedAt; an unknown id exits 1', { timeout: 120_000 }, async (t) => {
       const { env } = newEnv(t)
       await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
-      const result = await ok(['keys', 'create', '--email', 'alice@example.com', '--label', 'laptop'], env)
-      assert.match(lastLine(result.stdout), KEY_PATTERN, show(result))
-      assert.equal(result.stderr, '', show(result))
-    })
+      const created = await ok(['keys', 'create', '--email', 'alice@example.com', '--label', 'laptop'], env)
+      const first = lastLine(created.stdout)
+      assert.match(first, KEY_PATTERN, show(created))
+      assert.equal(created.stderr, '', show(created))
 
-    test('keys create for an unknown account exits 1 with a clear message', { timeout: 60_000 }, async (t) => {
-      const { env } = newEnv(t)
-      const result = await fails(['keys', 'create', '--email', 'ghost@example.com', '--label', 'x'], env, /no account has the email ghost@example\.com/)
-      assert.doesNotMatch(result.stdout, /ask_/, show(result))
-    })
-
-    test('keys list prints a table with a header row and never the secret', { timeout: 60_000 }, async (t) => {
-      const { env } = newEnv(t)
-      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
-      const key = await createKey(env, 'alice@example.com', 'laptop')
-      const result = await ok(['keys', 'list', '--email', 'alice@example.com'], env)
-      const [header, ...rows] = result.stdout.trimEnd().split('\n')
+      const listed = await ok(['keys', 'list', '--email', 'alice@example.com'], env)
+      const [header, ...rows] = listed.stdout.trimEnd().split('\n')
       for (const column of ['ID', 'LABEL', 'PREFIX', 'SCOPES', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED', 'STATE']) {
-        assert.ok(header?.includes(column), `header lacks ${column}\n${show(result)}`)
+        assert.ok(header?.includes(column), `header lacks ${column}\n${show(listed)}`)
       }
-      assert.equal(rows.length, 1, show(result))
-      assert.match(rows[0] ?? '', /^key_\w+\s+laptop\s+ask_\w+\s+animals:read,animals:write\s+\S+\s+never\s+never\s+-\s+live$/, show(result))
-      assert.ok(rows[0]?.includes(key.slice(0, 12)), `the row does not show the prefix ${key.slice(0, 12)}\n${show(result)}`)
-      assert.ok(!result.stdout.includes(key), show(result))
-      assert.ok(!result.stdout.includes(key.slice(12)), show(result))
-    })
+      assert.equal(rows.length, 1, show(listed))
+      assert.match(rows[0] ?? '', /^key_\w+\s+laptop\s+ask_\w+\s+animals:read,animals:write\s+\S+\s+never\s+never\s+-\s+live$/, show(listed))
+      assert.ok(rows[0]?.includes(first.slice(0, 12)), `the row does not show the prefix ${first.slice(0, 12)}\n${show(listed)}`)
+      assert.ok(!listed.stdout.includes(first), show(listed))
+      assert.ok(!listed.stdout.includes(first.slice(12)), show(listed))
 
-    test('keys list --json prints exactly {id, label, prefix, createdAt, lastUsedAt, revokedAt, scopes, expiresAt, rolledTo, state, mode} per key', { timeout: 60_000 }, async (t) => {
-      const { env } = newEnv(t)
-      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
-      const first = await createKey(env, 'alice@example.com', 'laptop')
       const second = await createKey(env, 'alice@example.com', 'ci')
       const result = await ok(['keys', 'list', '--email', 'alice@example.com', '--json'], env)
       assert.ok(!result.stdout.includes(first) && !result.stdout.includes(second), show(result))
@@ -182,29 +175,26 @@ describe('animal-store CLI', () => {
         ['ci', second.slice(0, 12)],
         ['laptop', first.slice(0, 12)]
       ].sort())
-    })
 
-    test('keys revoke <id> exits 0 and keys list then shows revokedAt', { timeout: 60_000 }, async (t) => {
-      const { env } = newEnv(t)
-      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
-      await createKey(env, 'alice@example.com')
-      const [before] = await listKeys(env, 'alice@example.com')
+      const before = keys.find((entry) => entry.label === 'ci')
       assert.ok(before)
       const startedAt = Date.now()
       await ok(['keys', 'revoke', before.id], env)
-      const [after] = await listKeys(env, 'alice@example.com')
+      const after = (await listKeys(env, 'alice@example.com')).find((entry) => entry.id === before.id)
       assert.equal(after?.id, before.id)
       assert.match(after?.revokedAt ?? '', ISO)
       const revokedAt = Date.parse(after?.revokedAt ?? '')
       assert.ok(revokedAt >= startedAt - 1000 && revokedAt <= Date.now(), `revokedAt ${after?.revokedAt} is outside the command window`)
       assert.equal(after?.state, 'revoked')
       assert.deepEqual({ ...after, revokedAt: null, state: 'live' }, before)
+
+      await fails(['keys', 'revoke', 'key_doesnotexist00'], env, /no key has the id key_doesnotexist00/)
     })
 
-    test('keys revoke of an unknown id exits 1 with a clear message', { timeout: 60_000 }, async (t) => {
+    test('keys create for an unknown account exits 1 with a clear message', { timeout: 60_000 }, async (t) => {
       const { env } = newEnv(t)
-      await ok(['migrate'], env)
-      await fails(['keys', 'revoke', 'key_doesnotexist00'], env, /no key has the id key_doesnotexist00/)
+      const result = await fails(['keys', 'create', '--email', 'ghost@example.com', '--label', 'x'], env, /no account has the email ghost@example\.com/)
+      assert.doesNotMatch(result.stdout, /ask_/, show(result))
     })
 
     test('refuses control characters in an email, a name, a label or a password with exit 1 naming the field, and stores nothing', { timeout: 60_000 }, async (t) => {
@@ -270,14 +260,20 @@ describe('animal-store CLI', () => {
   })
 
   describe('security', () => {
-    test('the secret of a key never reaches the database file or its WAL', { timeout: 60_000 }, async (t) => {
+    // One server for both checks: the key is scanned for in the files while the server runs, and again once it stopped.
+    test('a key created by the CLI works against a running server, which refuses it within 1 second of keys revoke exiting; its secret never reaches the database file or its WAL', { timeout: 60_000 }, async (t) => {
       const { env, dbPath } = newEnv(t)
       await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
       const key = await createKey(env, 'alice@example.com')
+      const [row] = await listKeys(env, 'alice@example.com')
+      assert.ok(row)
       const server = launchServer(t, env)
       const baseUrl = await server.listening
-      const response = await fetch(`${baseUrl}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
-      assert.equal(response.status, 200, await response.text())
+      const auth = { authorization: `Bearer ${key}` }
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(`${baseUrl}/v1/pets`, { headers: auth })
+        assert.equal(response.status, 200, await response.text())
+      }
       const check = (when: string): void => {
         const files = [dbPath, `${dbPath}-wal`].filter((file) => existsSync(file))
         assert.ok(files.includes(dbPath), `${when}: no database file`)
@@ -293,24 +289,6 @@ describe('animal-store CLI', () => {
         }
       }
       check('while the server runs')
-      server.child.kill('SIGTERM')
-      assert.deepEqual(await server.exited, { code: 0, signal: null })
-      check('after the server stopped')
-    })
-
-    test('a key created by the CLI works against a running server, which refuses it within 1 second of keys revoke exiting', { timeout: 60_000 }, async (t) => {
-      const { env } = newEnv(t)
-      await ok(['accounts', 'create', '--email', 'alice@example.com'], env)
-      const key = await createKey(env, 'alice@example.com')
-      const [row] = await listKeys(env, 'alice@example.com')
-      assert.ok(row)
-      const server = launchServer(t, env)
-      const baseUrl = await server.listening
-      const auth = { authorization: `Bearer ${key}` }
-      for (let i = 0; i < 3; i++) {
-        const response = await fetch(`${baseUrl}/v1/pets`, { headers: auth })
-        assert.equal(response.status, 200, await response.text())
-      }
 
       await ok(['keys', 'revoke', row.id], env)
       const revokedAt = performance.now()
@@ -330,6 +308,10 @@ describe('animal-store CLI', () => {
       }
       assert.ok(refusedAfter !== undefined && refusedAfter < 1000, `the server still accepted the revoked key 1000 ms after keys revoke exited (last status ${lastStatus})`)
       assert.equal(server.child.exitCode, null, 'the server must keep running')
+
+      server.child.kill('SIGTERM')
+      assert.deepEqual(await server.exited, { code: 0, signal: null })
+      check('after the server stopped')
     })
   })
 })

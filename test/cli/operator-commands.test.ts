@@ -22,7 +22,8 @@ async function countPets (store: Store): Promise<{ count: number, statuses: Set<
   }
 }
 
-describe('animal-store seed', () => {
+// The tests of each command use databases of their own: they run side by side.
+describe('animal-store seed', { concurrency: true }, () => {
   test('loads the asked number of demo animals with plain progress lines when not on a terminal (SQLite)', { timeout: 60_000 }, async (t) => {
     const dbPath = join(tempDir(t), 'seed.sqlite')
     const result = await runCli(['seed', '--count', '12345'], cliEnv(dbPath))
@@ -62,7 +63,7 @@ describe('animal-store seed', () => {
   })
 })
 
-describe('animal-store config', () => {
+describe('animal-store config', { concurrency: true }, () => {
   test('prints every variable with its effective value and masks secrets', async (t) => {
     const env = {
       ...cliEnv(join(tempDir(t), 'x.sqlite')),
@@ -91,7 +92,7 @@ describe('animal-store config', () => {
   })
 })
 
-describe('animal-store backup', () => {
+describe('animal-store backup', { concurrency: true }, () => {
   test('writes a consistent copy of the SQLite database while a store has it open, and refuses to overwrite', { timeout: 60_000 }, async (t) => {
     const dir = tempDir(t)
     const dbPath = join(dir, 'live.sqlite')

@@ -1,5 +1,4 @@
 import { loadConfig } from '../../config.js'
-import { serve } from '../../main.js'
 import type { Command } from '../context.js'
 
 export const serveCommand: Command = {
@@ -10,7 +9,11 @@ export const serveCommand: Command = {
       context.stderr(`error: serve takes no arguments (got ${args.join(' ')}); configure it with environment variables`)
       return 1
     }
-    await serve(loadConfig(context.env))
+    const config = loadConfig(context.env)
+    // Loaded here, not at start-up: the server (the framework, the portal, tracing, mail) is most of the code, and
+    // no other command needs any of it.
+    const { serve } = await import('../../main.js')
+    await serve(config)
     return typeof process.exitCode === 'number' ? process.exitCode : 0
   }
 }
