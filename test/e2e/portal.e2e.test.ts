@@ -1,15 +1,13 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { after, before, describe, test, type TestContext } from 'node:test'
+import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
+import { chromiumAvailable, chromiumForSuite, fillCredentials, generateKey, logOut, openSession, signUp, submitLogIn, verifyAndLogIn, type Session } from '../helpers/chromium.js'
 import { eventually } from '../helpers/eventually.js'
-import { linkPathOf } from '../helpers/portal-client.js'
-import { startServer, type TestServer } from '../helpers/start-server.js'
+import type { TestServer } from '../helpers/start-server.js'
 
-/** Debian's chromium package: Playwright's own browser download does not work here. */
-const CHROMIUM = '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic']
+const PASSWORD = 'correct horse battery staple'
 const SCREENSHOT = join(import.meta.dirname, '..', '..', 'docs', 'portal-keys.png')
 /** What the screenshot shows, beside it: the page's sections and the keys table's columns, compared with the page on every run. */
 const SCREENSHOT_STRUCTURE = join(import.meta.dirname, '..', '..', 'docs', 'portal-keys.json')
@@ -24,64 +22,22 @@ async function keysPageStructure (page: Page): Promise<PageStructure> {
     keysTableColumns: (await page.locator('table.keys').first().locator('thead th').allTextContents()).map((text) => text.trim())
   }
 }
-const PASSWORD = 'correct horse battery staple'
-
-/** Whether the browser is installed; under CI=true a missing browser is a failure, elsewhere a loud skip. */
-function chromiumAvailable (): boolean {
-  if (existsSync(CHROMIUM)) return true
-  if (process.env.CI === 'true') throw new Error(`Chromium is required in CI but ${CHROMIUM} is missing: apt-get install -y chromium`)
-  process.stderr.write(`\n*** ${CHROMIUM} is missing: the browser end-to-end tests of the developer portal are SKIPPED (apt-get install -y chromium) ***\n\n`)
-  return false
-}
-
-interface Session {
-  server: TestServer
-  context: BrowserContext
-  page: Page
-  /** Console errors, CSP violations among them. */
-  consoleErrors: string[]
-}
-
-/** One Chromium for the file, launched before the first test; each test has a context (a fresh profile) of its own. */
-let chromiumBrowser: Browser | undefined
-
-/** The service on a real socket and a fresh Chromium context (its own cookies and storage) with one page. */
-async function open (t: TestContext): Promise<Session> {
-  // Registered first so that it runs first: the browser's keep-alive connections would hold up the server's close.
-  let browser: BrowserContext | undefined
-  t.after(() => browser?.close())
-  const server = await startServer(t)
-  assert.ok(chromiumBrowser, 'Chromium was launched before the tests')
-  const context = browser = await chromiumBrowser.newContext({ viewport: { width: 1000, height: 800 }, baseURL: server.baseUrl })
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.baseUrl })
-  const page = await context.newPage()
-  const consoleErrors: string[] = []
-  page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()) })
-  page.on('pageerror', (error) => consoleErrors.push(error.message))
-  return { server, context, page, consoleErrors }
-}
-
-async function fillCredentials (page: Page, email: string, password: string): Promise<void> {
-  await page.getByLabel('Email').fill(email)
-  await page.getByLabel('Password', { exact: true }).fill(password)
-}
 
 /**
- * Signs up, which answers "check your email" whatever the email; with `server`, then follows the
- * verification link the sign-up wrote to the outbox, as its owner would, and logs in from its page.
+ * The service and a fresh context (1000 × 800) that may use the clipboard, as the copy button does.
+ * With an email, also an account of that email, signed up and verified in the browser, logged in.
  */
-async function signUp (page: Page, email: string, password: string, server?: TestServer): Promise<void> {
-  await page.goto('/portal/signup')
-  await fillCredentials(page, email, password)
-  await page.getByRole('button', { name: 'Create account' }).click()
-  await page.getByRole('heading', { name: 'Check your email' }).waitFor()
-  if (server === undefined) return
-  await page.goto(await eventually(async () => await linkPathOf(server.store, email, 'verify_email'), { timeout: 10_000 }))
-  await page.locator('main').getByRole('link', { name: 'Log in' }).click()
-  await page.waitForURL('**/portal/login')
-  await fillCredentials(page, email, password)
-  await page.getByRole('button', { name: 'Log in' }).click()
-  await page.waitForURL('**/portal/keys')
+async function open (t: TestContext, browser: Browser, account?: string): Promise<Session> {
+  const session = await openSession(t, browser, (server) => ({ viewport: { width: 1000, height: 800 }, baseURL: server.baseUrl }))
+  await session.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: session.server.baseUrl })
+  if (account !== undefined) await signUpVerified(session.page, session.server, account)
+  return session
+}
+
+/** Signs up, then follows the verification link and logs in, as the owner of the email would. */
+async function signUpVerified (page: Page, server: TestServer, email: string): Promise<void> {
+  await signUp(page, email, PASSWORD)
+  await verifyAndLogIn(page, server, email, PASSWORD)
 }
 
 async function apiStatus (baseUrl: string, key: string): Promise<number> {
@@ -112,34 +68,27 @@ async function createPet (baseUrl: string, key: string): Promise<{ status: numbe
   return { status: response.status, code: body.code }
 }
 
-describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
-  before(async () => { chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS }) })
-  after(() => chromiumBrowser?.close())
+describe('developer portal in Chromium', { skip: !chromiumAvailable('the browser end-to-end tests of the developer portal are') }, () => {
+  const chromium = chromiumForSuite()
 
   test('sign up, log in, generate a key, call the API with it, revoke it and see the API refuse it within 1 s', { timeout: 120_000 }, async (t) => {
-    const { server, page, consoleErrors } = await open(t)
+    const { server, page, consoleErrors } = await open(t, chromium())
 
     await page.goto('/portal')
     await assert.doesNotReject(page.waitForURL('**/portal/login'))
     await page.getByRole('link', { name: 'Sign up' }).click()
-    await signUp(page, 'newcomer@example.com', PASSWORD, server)
-    await page.waitForURL('**/portal/keys')
+    await signUpVerified(page, server, 'newcomer@example.com')
     assert.match(await page.locator('h1').innerText(), /API keys/)
 
-    await page.getByRole('button', { name: 'Log out' }).click()
-    await page.waitForURL('**/portal/login?logged_out=1')
+    await logOut(page)
     assert.match(await page.locator('p.message.notice').innerText(), /You have logged out/)
     await page.goto('/portal/keys')
     await page.waitForURL('**/portal/login')
 
-    await fillCredentials(page, 'newcomer@example.com', PASSWORD)
-    await page.getByRole('button', { name: 'Log in' }).click()
+    await submitLogIn(page, 'newcomer@example.com', PASSWORD)
     await page.waitForURL('**/portal/keys')
 
-    await page.getByLabel('Label').fill('laptop')
-    await page.getByRole('button', { name: 'Generate key' }).click()
-    await page.locator('#new-key-value').waitFor()
-    const key = await page.locator('#new-key-value').innerText()
+    const key = await generateKey(page, 'laptop')
     assert.match(key, /^ask_[0-9A-Za-z]{38}$/)
     assert.match(await page.locator('.new-key .warning').innerText(), /it will not be shown again/)
 
@@ -156,11 +105,7 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
 
     assert.equal(await apiStatus(server.baseUrl, key), 200, 'the first API call with the new key succeeds')
 
-    await page.getByLabel('Label').fill('ci-server')
-    await page.getByLabel('Expires').selectOption('90d')
-    await page.getByRole('button', { name: 'Generate key' }).click()
-    await page.locator('#new-key-value').waitFor()
-    const kept = await page.locator('#new-key-value').innerText()
+    const kept = await generateKey(page, 'ci-server', { expires: '90d' })
 
     await page.goto('/portal/keys')
     assert.equal((await page.content()).includes(key), false, 'the secret is not shown again')
@@ -204,17 +149,10 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
   })
 
   test('a read-only key: made in the portal, refused a write by the API, its usage charted, rolled, and the events listed', { timeout: 180_000 }, async (t) => {
-    const { server, page, consoleErrors } = await open(t)
-    await signUp(page, 'reader@example.com', PASSWORD, server)
-    await page.waitForURL('**/portal/keys')
+    const { server, page, consoleErrors } = await open(t, chromium(), 'reader@example.com')
 
-    await page.getByLabel('Label').fill('reporting')
     assert.equal(await page.getByLabel('animals:read').isChecked(), true, 'both scopes are checked at first')
-    await page.getByLabel('animals:write').uncheck()
-    await page.getByLabel('Expires').selectOption('30d')
-    await page.getByRole('button', { name: 'Generate key' }).click()
-    await page.locator('#new-key-value').waitFor()
-    const key = await page.locator('#new-key-value').innerText()
+    const key = await generateKey(page, 'reporting', { without: ['animals:write'], expires: '30d' })
     const terms = await page.locator('#new-key-terms').innerText()
     assert.match(terms, /animals:read/)
     assert.doesNotMatch(terms, /animals:write/)
@@ -281,22 +219,17 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
   })
 
   test('failure paths: wrong password, unknown email, duplicate email, short password and a form without its CSRF token', { timeout: 120_000 }, async (t) => {
-    const { server, page, consoleErrors } = await open(t)
-    await signUp(page, 'taken@example.com', PASSWORD, server)
-    await page.waitForURL('**/portal/keys')
-    await page.getByRole('button', { name: 'Log out' }).click()
-    await page.waitForURL('**/portal/login?logged_out=1')
+    const { page, consoleErrors } = await open(t, chromium(), 'taken@example.com')
+    await logOut(page)
 
-    await fillCredentials(page, 'taken@example.com', 'not the right password')
-    await page.getByRole('button', { name: 'Log in' }).click()
+    await submitLogIn(page, 'taken@example.com', 'not the right password')
     await alert(page).waitFor()
     const wrongPassword = await alert(page).innerText()
     assert.equal(wrongPassword, 'The email address or the password is not correct.')
     assert.equal(await page.getByLabel('Email').inputValue(), 'taken@example.com', 'the email is kept')
     assert.equal(await page.getByLabel('Password', { exact: true }).inputValue(), '', 'the password is not sent back')
 
-    await fillCredentials(page, 'nobody@example.com', PASSWORD)
-    await page.getByRole('button', { name: 'Log in' }).click()
+    await submitLogIn(page, 'nobody@example.com', PASSWORD)
     await page.waitForLoadState()
     assert.equal(await alert(page).innerText(), wrongPassword, 'an unknown email gets the same answer')
 
@@ -322,8 +255,7 @@ describe('developer portal in Chromium', { skip: !chromiumAvailable() }, () => {
     assert.equal(page.url().endsWith('/portal/login'), true, 'not logged in')
 
     // The re-rendered form carries a fresh token and works.
-    await fillCredentials(page, 'taken@example.com', PASSWORD)
-    await page.getByRole('button', { name: 'Log in' }).click()
+    await submitLogIn(page, 'taken@example.com', PASSWORD)
     await page.waitForURL('**/portal/keys')
 
     // Logged in, a form without its token changes nothing either.

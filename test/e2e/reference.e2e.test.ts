@@ -1,54 +1,28 @@
-import { existsSync } from 'node:fs'
-import { after, before, describe, test, type TestContext } from 'node:test'
+import { describe, test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core'
-import { startServer, type TestServer } from '../helpers/start-server.js'
+import type { Browser, Page, Request } from 'playwright-core'
+import { chromiumAvailable, chromiumForSuite, openSession, type Session } from '../helpers/chromium.js'
 
-/** Debian's chromium package: Playwright's own browser download does not work here. */
-const CHROMIUM = '/usr/bin/chromium'
 /** A name that is not localhost, which browsers treat as a secure context whatever the scheme. */
 const HOST = 'animal-store.test'
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run', '--disable-quic', `--host-resolver-rules=MAP ${HOST} 127.0.0.1`]
 
-/** Whether the browser is installed; under CI=true a missing browser is a failure, elsewhere a loud skip. */
-function chromiumAvailable (): boolean {
-  if (existsSync(CHROMIUM)) return true
-  if (process.env.CI === 'true') throw new Error(`Chromium is required in CI but ${CHROMIUM} is missing: apt-get install -y chromium`)
-  process.stderr.write(`\n*** ${CHROMIUM} is missing: the browser test of the API reference page is SKIPPED (apt-get install -y chromium) ***\n\n`)
-  return false
+/** A served app and a Chromium page (1200 × 900) that reaches it as http://animal-store.test:PORT, both closed after the test. */
+async function openBrowser (t: TestContext, browser: Browser): Promise<Session & { origin: string }> {
+  const session = await openSession(t, browser, () => ({ viewport: { width: 1200, height: 900 } }))
+  return { ...session, origin: `http://${HOST}:${new URL(session.server.baseUrl).port}` }
 }
 
-/** One Chromium for the file, launched before the first test; each test has a context (a fresh profile) of its own. */
-let chromiumBrowser: Browser | undefined
-
-/** A served app and a Chromium page that reaches it as http://animal-store.test:PORT, both closed after the test. */
-async function openBrowser (t: TestContext): Promise<{ server: TestServer, origin: string, page: Page }> {
-  // Registered first so that it runs first: the browser's keep-alive connections would hold up the server's close.
-  let browser: BrowserContext | undefined
-  t.after(() => browser?.close())
-  const server = await startServer(t)
-  const origin = `http://${HOST}:${new URL(server.baseUrl).port}`
-  assert.ok(chromiumBrowser, 'Chromium was launched before the tests')
-  const context = browser = await chromiumBrowser.newContext({ viewport: { width: 1200, height: 900 } })
-  return { server, origin, page: await context.newPage() }
-}
-
-describe('the API reference at /docs in Chromium', { skip: !chromiumAvailable() }, () => {
-  before(async () => { chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS }) })
-  after(() => chromiumBrowser?.close())
+describe('the API reference at /docs in Chromium', { skip: !chromiumAvailable('the browser test of the API reference page is') }, () => {
+  const chromium = chromiumForSuite([`--host-resolver-rules=MAP ${HOST} 127.0.0.1`])
 
   test(`renders every operation over plain HTTP at ${HOST}, from this origin alone, within its own security policy`, { timeout: 120_000 }, async (t) => {
-    const { origin, page } = await openBrowser(t)
+    const { origin, page, consoleErrors } = await openBrowser(t, chromium())
 
     const requests: Request[] = []
     const failures: string[] = []
-    const consoleErrors: string[] = []
     page.on('request', (request) => requests.push(request))
     page.on('requestfailed', (request) => failures.push(`${request.url()}: ${request.failure()?.errorText ?? 'failed'}`))
     page.on('response', (response) => { if (response.status() >= 400) failures.push(`${response.url()}: ${response.status()}`) })
-    page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()) })
-    page.on('pageerror', (error) => consoleErrors.push(error.message))
     // Every violation of the page's policy, whether or not the browser also logs it.
     await page.addInitScript({
       content: `window.cspViolations = []; document.addEventListener('securitypolicyviolation', (event) =>
@@ -90,7 +64,7 @@ describe('the API reference at /docs in Chromium', { skip: !chromiumAvailable() 
   })
 
   test('executes every operation from the page with a real key, as it comes pre-filled, and gets a 2xx or the documented 501', { timeout: 180_000 }, async (t) => {
-    const { server, origin, page } = await openBrowser(t)
+    const { server, origin, page } = await openBrowser(t, chromium())
     assert.equal((await page.goto(`${origin}/docs`))?.status(), 200)
 
     const document = await (await fetch(`${server.baseUrl}/v1/openapi.json`)).json() as { paths: Record<string, Record<string, { operationId: string }>> }

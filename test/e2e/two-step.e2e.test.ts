@@ -1,26 +1,14 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync } from 'node:fs'
-import { describe, test, type TestContext } from 'node:test'
+import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Secret, TOTP } from 'otpauth'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { tempDir } from '../helpers/build-app.js'
+import type { Page } from 'playwright-core'
+import { chromiumAvailable, chromiumForSuite, logOut, openSession, submitLogIn } from '../helpers/chromium.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
-import { startServer } from '../helpers/start-server.js'
 
-/** Debian's chromium package: Playwright's own browser download does not work here. */
-const CHROMIUM = '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic']
 const PASSWORD = 'correct horse battery staple'
 const EMAIL = 'operator-made@example.com'
-
-function chromiumAvailable (): boolean {
-  if (existsSync(CHROMIUM)) return true
-  if (process.env.CI === 'true') throw new Error(`Chromium is required in CI but ${CHROMIUM} is missing: apt-get install -y chromium`)
-  process.stderr.write(`\n*** ${CHROMIUM} is missing: the two-step verification browser test is SKIPPED (apt-get install -y chromium) ***\n\n`)
-  return false
-}
 
 /** The account an operator makes: `accounts create`, then `accounts set-password` reading the password from stdin. */
 async function operatorAccount (databaseUrl: string): Promise<void> {
@@ -43,11 +31,10 @@ function freshCode (secret: string, after: number): { code: string, step: number
   return { code: totp.generate({ timestamp: step * 30_000 + 1000 }), step }
 }
 
+/** The first step of a log-in, which asks for the code next. */
 async function logIn (page: Page): Promise<void> {
   await page.goto('/portal/login')
-  await page.getByLabel('Email').fill(EMAIL)
-  await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
-  await page.getByRole('button', { name: 'Log in' }).click()
+  await submitLogIn(page, EMAIL, PASSWORD)
   await page.waitForURL('**/portal/login/code')
 }
 
@@ -56,32 +43,14 @@ async function typeCode (page: Page, code: string): Promise<void> {
   await page.getByRole('button', { name: 'Log in' }).click()
 }
 
-async function logOut (page: Page): Promise<void> {
-  await page.getByRole('button', { name: 'Log out' }).click()
-  await page.waitForURL('**/portal/login?logged_out=1')
-}
+describe('two-step verification in Chromium', { skip: !chromiumAvailable('the two-step verification browser test is') }, () => {
+  const chromium = chromiumForSuite()
 
-async function open (t: TestContext): Promise<{ page: Page, consoleErrors: string[], databaseUrl: string }> {
-  // Registered first so that it runs first: the browser's keep-alive connections would hold up the server's close.
-  let browser: BrowserContext | undefined
-  t.after(() => browser?.close())
-  const server = await startServer(t)
-  const context = browser = await chromium.launchPersistentContext(tempDir(t), { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, baseURL: server.baseUrl })
-  const page = context.pages()[0] ?? await context.newPage()
-  const consoleErrors: string[] = []
-  page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()) })
-  page.on('pageerror', (error) => consoleErrors.push(error.message))
-  return { page, consoleErrors, databaseUrl: server.databaseUrl }
-}
-
-describe('two-step verification in Chromium', { skip: !chromiumAvailable() }, () => {
   test('an operator-made account turns TOTP on from the QR page, logs in with password and code, and uses a recovery code once', { timeout: 120_000 }, async (t) => {
-    const { page, consoleErrors, databaseUrl } = await open(t)
-    await operatorAccount(databaseUrl)
+    const { server, page, consoleErrors } = await openSession(t, chromium())
+    await operatorAccount(server.databaseUrl)
     await page.goto('/portal/login')
-    await page.getByLabel('Email').fill(EMAIL)
-    await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
-    await page.getByRole('button', { name: 'Log in' }).click()
+    await submitLogIn(page, EMAIL, PASSWORD)
     await page.waitForURL('**/portal/keys')
 
     await page.getByRole('link', { name: 'Two-step verification' }).click()

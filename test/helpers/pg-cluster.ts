@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, appendFileSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, appendFileSync, rmSync, statfsSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -43,6 +43,61 @@ export function postgresServerBinaries (): string | undefined {
 
 /** The postgres account the binaries run as when the tests run as root (initdb and postgres refuse root). */
 const asServerUser = (command: string[]): string[] => (process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...command] : command)
+
+async function runAsServerUser (command: string[]): Promise<void> {
+  const [file = '', ...args] = asServerUser(command)
+  await run(file, args, { timeout: 60_000 })
+}
+
+/** A new temporary folder that the account the binaries run as owns, so that they can write in it. */
+function serverUserTempDir (prefix: string): string {
+  const dir = mkdtempSync(prefix)
+  if (process.getuid?.() === 0) {
+    const postgresUid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
+    const postgresGid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
+    chownSync(dir, postgresUid, postgresGid)
+  }
+  return dir
+}
+
+/** Memory-backed on Linux; containers often give it 64 MB, too little for a pair, hence the check for room. */
+const SHM = '/dev/shm'
+
+/**
+ * The folder the tests' clusters go in: /dev/shm when it has room, else the OS temp dir. Every
+ * file a cluster writes (its copy, the base backup, WAL) costs several times more on disk. The
+ * tests kill PostgreSQL's processes, never the machine, and what a killed server wrote is in the
+ * page cache on disk too, so what they check is the same in memory.
+ */
+export function clustersFolder (): string {
+  try {
+    const { bavail, bsize } = statfsSync(SHM)
+    if (bavail * bsize >= 2 * 1024 ** 3) return SHM
+  } catch {
+    // No /dev/shm.
+  }
+  return tmpdir()
+}
+
+/** The template of each folder the clusters go in. */
+const templates = new Map<string, Promise<string>>()
+
+/**
+ * The data folder of a cluster that initdb made in `folder` and nothing ever started: each primary
+ * is a copy of it, which costs a fraction of an initdb. The first pair of the process (of the test
+ * file) makes it; it is removed when the process exits.
+ */
+async function clusterTemplate (bin: string, folder: string): Promise<string> {
+  let template = templates.get(folder)
+  if (template === undefined) {
+    const dir = serverUserTempDir(join(folder, 'animal-store-pg-template-'))
+    process.once('exit', () => { rmSync(dir, { recursive: true, force: true }) })
+    const data = join(dir, 'data')
+    template = runAsServerUser([join(bin, 'initdb'), '-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions']).then(() => data)
+    templates.set(folder, template)
+  }
+  return await template
+}
 
 async function freePort (): Promise<number> {
   const server = createServer()
@@ -168,17 +223,20 @@ export interface PairOptions {
   applyDelayMs?: number
   /** shared_buffers of both servers (16MB: tests keep little data). */
   sharedBuffers?: string
+  /** The folder the servers' folders go in (the OS temp dir). */
+  folder?: string
 }
 
 /**
- * A throwaway primary and hot standby on free loopback ports, built with initdb and
- * pg_basebackup -R -X stream in a temporary folder, stopped and removed after the test
- * whatever happens. Undefined when the binaries are missing (outside CI).
+ * A throwaway primary and hot standby on free loopback ports, the primary a copy of a cluster
+ * initdb made and the standby made by pg_basebackup -R -X stream, in a temporary folder
+ * (clustersFolder), stopped and removed after the test whatever happens. Undefined when the
+ * binaries are missing (outside CI).
  */
 export async function startReplicatedPair (t: TestContext, options: PairOptions = {}): Promise<ReplicatedPair | undefined> {
   const bin = postgresServerBinaries()
   if (bin === undefined) return undefined
-  const pair = await buildReplicatedPair(bin, options, (destroy) => { t.after(destroy) })
+  const pair = await buildReplicatedPair(bin, { folder: clustersFolder(), ...options }, (destroy) => { t.after(destroy) })
   return pair
 }
 
@@ -187,12 +245,8 @@ export async function startReplicatedPair (t: TestContext, options: PairOptions 
  * their folder, as soon as there is something to remove (before anything can fail).
  */
 export async function buildReplicatedPair (bin: string, options: PairOptions, onCleanup: (destroy: () => Promise<void>) => void): Promise<ReplicatedPair> {
-  const root = mkdtempSync(join(tmpdir(), 'animal-store-pg-'))
-  if (process.getuid?.() === 0) {
-    const postgresUid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim())
-    const postgresGid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
-    chownSync(root, postgresUid, postgresGid)
-  }
+  const folder = options.folder ?? tmpdir()
+  const root = serverUserTempDir(join(folder, 'animal-store-pg-'))
   const servers: PgServer[] = []
   onCleanup(async () => {
     for (const server of servers) {
@@ -203,8 +257,10 @@ export async function buildReplicatedPair (bin: string, options: PairOptions, on
 
   const primary = new PgServer(bin, join(root, 'primary'), await freePort())
   servers.push(primary)
-  const [initdb = '', ...initArgs] = asServerUser([join(bin, 'initdb'), '-D', primary.dir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'])
-  await run(initdb, initArgs, { timeout: 60_000 })
+  // The copy keeps what pg_basebackup needs of the primary, as initdb wrote it: pg_hba.conf lets 127.0.0.1 connect for
+  // replication, and wal_level (replica) and max_wal_senders (10) are the defaults. Blocks of zeros, most of the WAL
+  // segment initdb made, stay holes in the copy: PostgreSQL reads them as the zeros they are.
+  await runAsServerUser(['cp', '-a', '--sparse=always', await clusterTemplate(bin, folder), primary.dir])
   primary.configure({
     port: primary.port,
     listen_addresses: '127.0.0.1',
@@ -217,9 +273,9 @@ export async function buildReplicatedPair (bin: string, options: PairOptions, on
 
   const standby = new PgServer(bin, join(root, 'standby'), await freePort())
   servers.push(standby)
-  const [basebackup = '', ...backupArgs] = asServerUser([join(bin, 'pg_basebackup'), '-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres',
+  // The standby is a copy of the running primary, not of the template: it must start from the primary's own checkpoint.
+  await runAsServerUser([join(bin, 'pg_basebackup'), '-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres',
     '-D', standby.dir, '-R', '-X', 'stream', '-c', 'fast', '-d', 'application_name=standby'])
-  await run(basebackup, backupArgs, { timeout: 60_000 })
   standby.configure({ port: standby.port, ...(options.applyDelayMs === undefined ? {} : { recovery_min_apply_delay: `${options.applyDelayMs}ms` }) })
   await standby.start()
   await primary.waitFor('the standby to stream', async () =>
