@@ -1,7 +1,7 @@
 /**
  * npm run bench:replicas: reads with and without a read replica, measured in one run.
  *
- * Builds a throwaway primary and hot standby (initdb, pg_basebackup -R -X stream, synchronous
+ * Builds a throwaway primary and hot standby (a copy of an initdb'd cluster, pg_basebackup -R -X stream, synchronous
  * replication, as docs/replication.md recommends) on free loopback ports, seeds BENCH_ANIMALS
  * (200,000) animals, and runs the built service twice per round: with DATABASE_URL naming the
  * primary alone, and with DATABASE_REPLICA_URLS naming the standby as well. Each run is wrk with
