@@ -80,7 +80,7 @@ export function accessLog (log: Logger): Step {
     onDone: function writeAccessLog (exchange) {
       if (!log.isLevelEnabled('info')) return
       const head = `{"level":${level}${internals.time()}${internals.bindings()},"requestId":"${exchange.id}"`
-      // The request's trace: its span's when tracing is on, else the caller's when it sent one (most requests carry none).
+      // The request's trace: its span's when tracing kept it, else the caller's when it sent one (most requests carry none).
       const fields = exchange.span === undefined && exchange.headers.traceparent === undefined ? undefined : exchange.log.traceContext()
       const trace = fields === undefined ? '' : `,"traceId":"${fields.traceId}","spanId":"${fields.spanId}"${fields.parentSpanId === undefined ? '' : `,"parentSpanId":"${fields.parentSpanId}"`}`
       // Which catalogue answered: a test key's sandbox says so; live requests carry no field (it costs them nothing).
