@@ -12,14 +12,20 @@
  * Creates agree within about 5 %: how many of them share a commit varies from run to run (about
  * 28 under valgrind, against 64 in the timed benchmark), and a commit's own cost is shared among them.
  * BENCH_ONLY=POST (any part of a workload's name) counts only the workloads that match.
+ *
+ * `npm run bench:instructions -- <git ref or current> [settings …]` counts the build of that commit
+ * against the current build instead of the ceiling against the service, with the settings as
+ * `npm run bench:compare` takes them (bench/builds.ts): `production`, NAME=value, current:NAME=value.
+ * What `current current:OTEL_EXPORTER_OTLP_ENDPOINT=otlp-sink` counts is what tracing costs.
  */
 import { spawn } from 'node:child_process'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { buildAt, settingsOf } from './builds.js'
 import { seededSqlite } from './datasets.js'
-import { freePort, root, stop } from './support.js'
+import { freePort, otlpSink, root, stop } from './support.js'
 
 const ANIMALS = 10_000
 // Every animal of the catalogue asked for once before counting: the counted requests all hit the cache.
@@ -89,18 +95,28 @@ async function countInstructions (command: string[], env: Record<string, string>
   return Number(total)
 }
 
+interface Contender { name: string, command: string[], env: Record<string, string> }
+
+/** The service as `npm start` runs it; under valgrind every turn is slow, so load shedding is off. */
+const service = (name: string, cli: string, env: Record<string, string>): Contender =>
+  ({ name, command: ['node', '--max-semi-space-size=4', cli, 'serve'], env: { LOG_LEVEL: 'warn', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', ...env } })
+
+const [ref, ...settings] = process.argv.slice(2)
 const dir = mkdtempSync(join(tmpdir(), 'animal-store-instructions-'))
+const sink = await otlpSink()
 try {
   const seeded = await seededSqlite(join(dir, 'seeded.sqlite'), ANIMALS)
-  const contenders: Array<{ name: string, command: () => string[], env: Record<string, string> }> = [
-    { name: 'ceiling (bare node:http)', command: () => ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: seeded.key } },
-    {
-      name: 'animal-store SQLite',
-      command: () => ['node', '--max-semi-space-size=4', join(root, 'dist', 'cli', 'main.js'), 'serve'],
-      env: { LOG_LEVEL: 'warn', LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
-    }
-  ]
-  console.log(`Instructions per request (callgrind; ${FEW} and ${MANY} requests after ${WARM_UP} of warm-up, 8 connections for reads and 64 for creates, ${ANIMALS} animals)\n`)
+  const current = join(root, 'dist', 'cli', 'main.js')
+  const contenders: Contender[] = ref === undefined
+    ? [
+        { name: 'ceiling (bare node:http)', command: ['node', join(root, 'bench', 'ceiling-server.mjs')], env: { BENCH_KEY: seeded.key } },
+        service('animal-store SQLite', current, {})
+      ]
+    : [
+        service(ref, ref === 'current' ? current : buildAt(ref, join(dir, 'build')), settingsOf(settings, false, sink.url)),
+        service('current', current, settingsOf(settings, true, sink.url))
+      ]
+  console.log(`Instructions per request (callgrind; ${FEW} and ${MANY} requests after ${WARM_UP} of warm-up, 8 connections for reads and 64 for creates, ${ANIMALS} animals)${ref === undefined ? '' : `: ${[ref, ...settings].join(' ')}`}\n`)
   for (const workload of WORKLOADS) {
     const perRequest: number[] = []
     for (const contender of contenders) {
@@ -108,15 +124,16 @@ try {
       for (const count of [FEW, MANY]) {
         const copy = join(dir, `copy-${count}.sqlite`)
         copyFileSync(seeded.path, copy)
-        totals.push(await countInstructions(contender.command(), { ...contender.env, DATABASE_URL: `sqlite:${copy}` }, seeded.key, workload, count, dir))
+        totals.push(await countInstructions(contender.command, { ...contender.env, DATABASE_URL: `sqlite:${copy}` }, seeded.key, workload, count, dir))
       }
       const [few = NaN, many = NaN] = totals
       perRequest.push((many - few) / (MANY - FEW))
       console.log(`${workload.name.padEnd(24)} ${contender.name.padEnd(26)} ${Math.round((many - few) / (MANY - FEW)).toLocaleString('en').padStart(8)}`)
     }
-    const [ceiling = NaN, service = NaN] = perRequest
-    console.log(`${workload.name.padEnd(24)} ${'ceiling / service'.padEnd(26)} ${(ceiling / service).toFixed(2).padStart(8)}\n`)
+    const [first = NaN, second = NaN] = perRequest
+    console.log(`${workload.name.padEnd(24)} ${`${contenders[0]?.name ?? ''} / ${contenders[1]?.name ?? ''}`.padEnd(26)} ${(first / second).toFixed(3).padStart(8)}\n`)
   }
 } finally {
+  sink.close()
   rmSync(dir, { recursive: true, force: true })
 }

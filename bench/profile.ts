@@ -79,7 +79,7 @@ function tracingAreaOf (stack: CallFrame[]): string | undefined {
     if (!frame.url.endsWith('/dist/cli/main.js')) continue
     const source = sourceOf(frame)
     if (source.includes('/context-async-hooks/')) return ASYNC_CONTEXT
-    if (/\/(otlp-|exporter-trace-otlp)/.test(source) || (source.includes('/sdk-trace-base/') && /BatchSpanProcessor/.test(source))) return 'tracing: span export (batch processor, OTLP JSON, HTTP)'
+    if (/\/(otlp-|exporter-trace-otlp)/.test(source) || (/\/sdk-trace(-base)?\//.test(source) && /BatchSpanProcessor/.test(source))) return 'tracing: span export (batch processor, OTLP JSON, HTTP)'
     if (source.includes('/@opentelemetry/')) return 'tracing: spans, sampler, propagator (SDK and API)'
     if (/src\/(http\/steps|services)\/tracing\.ts$/.test(source)) return 'tracing: the trace step and child spans (attributes, route)'
     return undefined

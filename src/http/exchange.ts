@@ -52,7 +52,7 @@ export class Exchange {
   readonly fields: string[] = []
   /** The status the answer was given, once given. */
   statusCode = 0
-  /** The request's trace span, when tracing is on (steps/tracing.ts). */
+  /** The request's trace span, when tracing is on and the sampler kept the request (steps/tracing.ts). */
   span: Span | undefined = undefined
   /** The client went away before its answer was written. */
   abandoned = false

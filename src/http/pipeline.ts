@@ -103,7 +103,7 @@ export function pipeline (deps: PipelineDeps): Step[] {
   return [
     requestContext(),
     // The request's trace span, when tracing is on: every later step runs inside it.
-    tracing(activeTracer(), deps.routes, addressOf),
+    tracing(activeTracer() !== undefined, deps.routes, addressOf),
     // Counts each request in flight from its arrival; times and counts it once it is over.
     metricsStep(deps.metrics, deps.routes),
     drainRefusal(),

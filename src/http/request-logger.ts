@@ -23,13 +23,13 @@ export class RequestLogger {
     private readonly root: Logger,
     readonly requestId: string,
     private readonly traceparent: string | undefined,
-    /** The request's trace span, when tracing is on: its ids are the ones exported. */
+    /** The request's trace span, when tracing kept the request: its ids are the ones exported. */
     private readonly span?: Span
   ) {}
 
   /**
-   * The trace fields: the request's span's when tracing is on, else those of a valid traceparent,
-   * with this request's span id drawn once; undefined when neither is there.
+   * The trace fields: the request's span's when tracing kept the request, else those of a valid
+   * traceparent, with this request's span id drawn once; undefined when neither is there.
    */
   traceContext (): TraceFields | undefined {
     if (this.fields === undefined) {

@@ -1,4 +1,5 @@
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api'
+import { context, isSpanContextValid, ROOT_CONTEXT, SamplingDecision, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api'
+import type { Sampler } from '@opentelemetry/sdk-trace-base'
 import type { Config } from '../config.js'
 
 /** The instrumentation scope every span of the service is recorded under. */
@@ -7,12 +8,25 @@ const SCOPE = 'animal-store'
 /** How long stopping waits for the last spans to be taken by the collector. */
 const LAST_EXPORT_WAIT_MS = 2000
 
+/** What a sampling decision is given besides the trace: the official samplers read no attributes and no links. */
+const NO_ATTRIBUTES: Attributes = Object.freeze({})
+const NO_LINKS = Object.freeze([]) as []
+
 /**
  * The service's tracer while tracing is on, undefined otherwise. Every span the service makes is
  * asked of it behind one `tracer === undefined` test, so without an endpoint nothing is allocated
  * for tracing: no span, no context, not even the API's no-op span.
  */
 let tracer: Tracer | undefined
+
+/**
+ * How a trace the service starts or continues is decided while tracing is on (sampledSpan): the
+ * sampler OTEL_TRACES_SAMPLER names, and where a new trace's id comes from.
+ */
+let roots: { sampler: Sampler, newTraceId: () => string } | undefined
+
+/** The trace id a kept new trace was decided on, for the tracer's id generator to give its root span while sampledSpan makes it. */
+let decidedTraceId: string | undefined
 
 export function activeTracer (): Tracer | undefined {
   return tracer
@@ -42,24 +56,32 @@ export function tracesEndpoint (config: Readonly<Pick<Config, 'otelTracesEndpoin
 export async function startTracing (config: Readonly<Config>): Promise<Tracing | undefined> {
   const url = tracesEndpoint(config)
   if (url === undefined) return undefined
-  const [{ NodeTracerProvider }, { BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }, { ATTR_SERVICE_NAME }] = await Promise.all([
+  const [{ NodeTracerProvider }, { AlwaysOnSampler, BatchSpanProcessor, RandomIdGenerator }, { OTLPTraceExporter }, { resourceFromAttributes }, { ATTR_SERVICE_NAME }] = await Promise.all([
     import('@opentelemetry/sdk-trace-node'),
     import('@opentelemetry/sdk-trace-base'),
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/semantic-conventions')
   ])
+  const random = new RandomIdGenerator()
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.otelServiceName }),
-    sampler: await samplerOf(config),
+    // Every span reaches the tracer already kept: a root by sampledSpan, with the configured sampler, a child only under a recorded span.
+    sampler: new AlwaysOnSampler(),
+    idGenerator: {
+      generateTraceId: () => decidedTraceId ?? random.generateTraceId(),
+      generateSpanId: () => random.generateSpanId()
+    },
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))]
   })
   provider.register()
+  roots = { sampler: await samplerOf(config), newTraceId: () => random.generateTraceId() }
   tracer = provider.getTracer(SCOPE)
   return {
     url,
     shutdown: async () => {
       tracer = undefined
+      roots = undefined
       // A collector that does not answer must not hold the shutdown up: what it has not taken by then is dropped.
       let timer: NodeJS.Timeout | undefined
       await Promise.race([
@@ -72,7 +94,7 @@ export async function startTracing (config: Readonly<Config>): Promise<Tracing |
 }
 
 /** The sampler OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG name, as the SDK's environment reader would build it. */
-async function samplerOf (config: Readonly<Config>): Promise<import('@opentelemetry/sdk-trace-base').Sampler> {
+async function samplerOf (config: Readonly<Config>): Promise<Sampler> {
   const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } = await import('@opentelemetry/sdk-trace-base')
   const ratio = new TraceIdRatioBasedSampler(config.otelTracesSamplerArg ?? 1)
   switch (config.otelTracesSampler) {
@@ -82,6 +104,27 @@ async function samplerOf (config: Readonly<Config>): Promise<import('@openteleme
     case 'parentbased_always_off': return new ParentBasedSampler({ root: new AlwaysOffSampler() })
     case 'parentbased_traceidratio': return new ParentBasedSampler({ root: ratio })
     default: return new ParentBasedSampler({ root: new AlwaysOnSampler() })
+  }
+}
+
+/**
+ * The span of a request or of background work, made only when the configured sampler keeps its
+ * trace; undefined when it leaves it out, which then costs a trace id and the sampler's answer: no
+ * span, no attributes (asked of `attributes` only for a kept span), no context. `parent` is the
+ * caller's context (an incoming traceparent) or ROOT_CONTEXT. A new trace is decided on the id its
+ * span then gets, so a ratio sampler keeps the ids it says it keeps, and each trace is asked once.
+ */
+export function sampledSpan (name: string, kind: SpanKind, parent: Context, attributes: () => Attributes): Span | undefined {
+  if (tracer === undefined || roots === undefined) return undefined
+  const caller = trace.getSpanContext(parent)
+  const continued = caller !== undefined && isSpanContextValid(caller)
+  const traceId = continued ? caller.traceId : roots.newTraceId()
+  if (roots.sampler.shouldSample(parent, traceId, name, kind, NO_ATTRIBUTES, NO_LINKS).decision !== SamplingDecision.RECORD_AND_SAMPLED) return undefined
+  if (!continued) decidedTraceId = traceId
+  try {
+    return tracer.startSpan(name, { kind, attributes: attributes() }, parent)
+  } finally {
+    decidedTraceId = undefined
   }
 }
 
@@ -117,11 +160,11 @@ export async function inChildSpan<T> (name: string, attributes: Attributes, work
 
 /**
  * Runs background work (the mail sender's delivery) in a span of its own, a root the sampler
- * decides on, since no request waits for it; without tracing, runs it alone.
+ * decides on, since no request waits for it; without tracing, or left out, runs it alone.
  */
 export async function inRootSpan<T> (name: string, attributes: Attributes, work: () => Promise<T>): Promise<T> {
-  if (tracer === undefined) return await work()
-  const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes, root: true })
+  const span = sampledSpan(name, SpanKind.CLIENT, ROOT_CONTEXT, () => attributes)
+  if (span === undefined) return await work()
   const result = context.with(trace.setSpan(ROOT_CONTEXT, span), work)
   endWith(span, result)
   return await result

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { test, type TestContext } from 'node:test'
+import { ROOT_CONTEXT, SamplingDecision } from '@opentelemetry/api'
+import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base'
 import { generateApiKey } from '../../src/core/api-keys.js'
 import { createTestKey, openTestStore, TEST_ENGINE } from '../helpers/build-app.js'
 import { eventually } from '../helpers/eventually.js'
@@ -89,6 +91,10 @@ async function signUpAndLogIn (baseUrl: string, email: string, password: string)
 const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c'
 const CALLER_SPAN = 'b7ad6b7169203331'
 const PASSWORD = 'correct horse battery staple'
+/** A trace id a ratio of 0.5 keeps (CALLER_TRACE is one it leaves out). */
+const HALF_KEEPS_TRACE = '4bf92f3577b34da6a3ce929d8e0e4736'
+/** New traces sent at a ratio of 0.5: enough that a quarter kept, as if decided twice, is far outside the bounds. */
+const NEW_TRACES = 400
 
 test('with an OTLP endpoint, each request is a server span with its database, key lookup, commit and hashing as children', async (t) => {
   const receiver = await otlpReceiver(t)
@@ -230,6 +236,62 @@ test('sampled out by the caller, or without an endpoint, nothing is exported', a
   assert.equal(traced.logs.find((entry) => entry.msg === 'request completed')?.traceId, CALLER_TRACE)
   assert.ok(traced.logs.some((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('tracing: spans are exported to')))
   assert.ok(!untraced.logs.some((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('tracing')))
+})
+
+test('at a ratio, a new trace is decided once, on the id it is exported with; a left-out one makes no span and logs no trace id', async (t) => {
+  const receiver = await otlpReceiver(t)
+  const { store, databaseUrl } = await openTestStore(t)
+  const key = await createTestKey(store)
+  const server = launchServer(t, { DATABASE_URL: databaseUrl, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.5' })
+  const baseUrl = await server.listening
+  const half = new TraceIdRatioBasedSampler(0.5)
+  const keptByHalf = (traceId: string): boolean => half.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED
+  // The callers' traces go against the ratio: each is followed for its caller's decision alone.
+  const callerKept = `00-${CALLER_TRACE}-${CALLER_SPAN}-01`
+  const callerLeftOut = `00-${HALF_KEEPS_TRACE}-${CALLER_SPAN}-00`
+  assert.ok(!keptByHalf(CALLER_TRACE) && keptByHalf(HALF_KEEPS_TRACE))
+  const get = async (headers: Record<string, string>): Promise<void> => {
+    const response = await fetch(`${baseUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}`, ...headers } })
+    assert.equal(response.status, 200)
+    await response.arrayBuffer()
+  }
+  await get({ traceparent: callerKept, 'x-request-id': 'caller-kept' })
+  await get({ traceparent: callerLeftOut, 'x-request-id': 'caller-left-out' })
+  let sent = 0
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (sent < NEW_TRACES) {
+      sent++
+      await get({ 'x-request-id': 'new-trace' })
+    }
+  }))
+  server.child.kill('SIGTERM')
+  assert.equal((await server.exited).code, 0)
+  const servers = await eventually(() => {
+    const found = receiver.spans.filter((span) => span.kind === 2)
+    assert.ok(found.some((span) => span.traceId === CALLER_TRACE), 'the caller\'s sampled trace is continued')
+    return found
+  }, { timeout: 5000 })
+
+  const [continued, ...others] = servers.filter((span) => span.traceId === CALLER_TRACE)
+  assert.ok(continued !== undefined && others.length === 0)
+  assert.equal(continued.parentSpanId, CALLER_SPAN)
+  assert.ok(!receiver.spans.some((span) => span.traceId === HALF_KEEPS_TRACE), 'a caller\'s unsampled trace is not recorded')
+  const roots = servers.filter((span) => span.parentSpanId === '')
+  assert.equal(roots.length, servers.length - 1)
+  // Decided once: about half the new traces (a trace decided twice would keep a quarter), each on the id it is exported with.
+  assert.ok(roots.length > NEW_TRACES * 0.375 && roots.length < NEW_TRACES * 0.625, `${roots.length} of ${NEW_TRACES} new traces kept at a ratio of 0.5`)
+  for (const root of roots) assert.ok(keptByHalf(root.traceId), `${root.traceId} is not one the ratio keeps`)
+
+  // The access log: a kept request's line carries its span's ids, a left-out one's only the ids its caller sent.
+  const lines = server.logs.filter((entry) => entry.msg === 'request completed')
+  const lineOf = (requestId: string): Record<string, unknown> | undefined => lines.find((entry) => entry.requestId === requestId)
+  assert.deepEqual([lineOf('caller-kept')?.traceId, lineOf('caller-kept')?.spanId, lineOf('caller-kept')?.parentSpanId], [CALLER_TRACE, continued.spanId, CALLER_SPAN])
+  assert.deepEqual([lineOf('caller-left-out')?.traceId, lineOf('caller-left-out')?.parentSpanId], [HALF_KEEPS_TRACE, CALLER_SPAN])
+  const newTraceLines = lines.filter((entry) => entry.requestId === 'new-trace')
+  assert.equal(newTraceLines.length, NEW_TRACES)
+  const traced = newTraceLines.filter((entry) => entry.traceId !== undefined)
+  assert.equal(traced.length, roots.length, 'only a kept new trace has a trace id in its log line')
+  for (const line of traced) assert.ok(roots.some((root) => root.traceId === line.traceId && root.spanId === line.spanId))
 })
 
 test('a request that waits for the shared rate limit has the Redis reconciliation as a child span', async (t) => {

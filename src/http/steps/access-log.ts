@@ -6,8 +6,13 @@ import type { Step } from '../pipeline.js'
 const SECRET_NAME = /^(?:api_key|apikey|key|token|access_token|secret|password)$/i
 const REDACTED = '[redacted]'
 
-/** The URL as the access log writes it (and the request's span records it): SECURITY.md promises that keys are never logged. */
+/**
+ * The URL as the access log writes it (and the request's span records it): SECURITY.md promises
+ * that keys are never logged. A plain URL (NOT_PLAIN), as most are, holds nothing to redact and
+ * is taken as it is, without being split.
+ */
 export function loggableUrl (url: string): string {
+  if (!NOT_PLAIN.test(url)) return url
   const query = url.indexOf('?')
   const path = (query === -1 ? url : url.slice(0, query)).split('/').map(loggablePart).join('/')
   return query === -1 ? path : `${path}?${url.slice(query + 1).split('&').map(loggableParameter).join('&')}`
@@ -80,7 +85,7 @@ export function accessLog (log: Logger): Step {
     onDone: function writeAccessLog (exchange) {
       if (!log.isLevelEnabled('info')) return
       const head = `{"level":${level}${internals.time()}${internals.bindings()},"requestId":"${exchange.id}"`
-      // The request's trace: its span's when tracing is on, else the caller's when it sent one (most requests carry none).
+      // The request's trace: its span's when tracing kept it, else the caller's when it sent one (most requests carry none).
       const fields = exchange.span === undefined && exchange.headers.traceparent === undefined ? undefined : exchange.log.traceContext()
       const trace = fields === undefined ? '' : `,"traceId":"${fields.traceId}","spanId":"${fields.spanId}"${fields.parentSpanId === undefined ? '' : `,"parentSpanId":"${fields.parentSpanId}"`}`
       // Which catalogue answered: a test key's sandbox says so; live requests carry no field (it costs them nothing).

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api'
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes } from '@opentelemetry/api'
 import {
   ATTR_CLIENT_ADDRESS, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_NETWORK_PROTOCOL_VERSION,
   ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_QUERY, ATTR_URL_SCHEME, ATTR_USER_AGENT_ORIGINAL
@@ -7,6 +7,7 @@ import {
 import type { ApiRoutes } from '../api-routes.js'
 import type { Exchange } from '../exchange.js'
 import type { Step } from '../pipeline.js'
+import { sampledSpan } from '../../services/tracing.js'
 import { loggableUrl } from './access-log.js'
 
 /** What W3C trace-context extraction reads of the request: its header fields, as Node gives them. */
@@ -53,45 +54,44 @@ function routeOf (exchange: Exchange, routes: ApiRoutes): string | undefined {
 }
 
 /**
- * One server span per request, when tracing is on (services/tracing.ts): it continues the caller's
- * `traceparent`, and every later step, the handler and what they wait for run in its context, so
- * the database, the key lookup, the rate limit and the password hashing make its children. Its
- * attributes are the stable HTTP semantic conventions; the URL is the access log's, keys redacted.
- * Without tracing the step has no part in any request.
+ * One server span per request the sampler keeps, when tracing is on (services/tracing.ts): it
+ * continues the caller's `traceparent`, and every later step, the handler and what they wait for
+ * run in its context, so the database, the key lookup, the rate limit and the password hashing make
+ * its children. Its attributes are the stable HTTP semantic conventions; the URL is the access
+ * log's, keys redacted. Without tracing the step has no part in any request.
  */
-export function tracing (tracer: Tracer | undefined, routes: ApiRoutes, addressOf: (request: IncomingMessage) => string): Step {
-  if (tracer === undefined) return { name: 'trace', scope: 'every request' }
+export function tracing (traced: boolean, routes: ApiRoutes, addressOf: (request: IncomingMessage) => string): Step {
+  if (!traced) return { name: 'trace', scope: 'every request' }
   return {
     name: 'trace',
     scope: 'every request',
     around: function inRequestSpan (exchange, proceed) {
-      const parent = propagation.extract(ROOT_CONTEXT, exchange.request.headers, HEADERS)
-      const span = tracer.startSpan(exchange.method, { kind: SpanKind.SERVER }, parent)
-      exchange.span = span
-      // A request the sampler left out records nothing, and makes no child span: it keeps its trace
-      // id for its log lines (exchange.span) and runs without a context of its own.
-      if (!span.isRecording()) {
+      const { headers } = exchange
+      // Most requests carry no traceparent, and have nothing to extract.
+      const parent = headers.traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, headers, HEADERS)
+      const span = sampledSpan(exchange.method, SpanKind.SERVER, parent, () => requestAttributes(exchange, addressOf))
+      // A request the sampler leaves out has no span and no context: it runs as without tracing, and
+      // its log lines carry the caller's trace id when it sent a traceparent (request-logger.ts).
+      if (span === undefined) {
         proceed()
         return
       }
-      span.setAttributes(requestAttributes(exchange, addressOf))
+      exchange.span = span
       context.with(trace.setSpan(parent, span), proceed)
     },
     onDone: function endRequestSpan (exchange) {
       const span = exchange.span
       if (span === undefined) return
-      if (span.isRecording()) {
-        const route = routeOf(exchange, routes)
-        if (route !== undefined) {
-          span.updateName(`${exchange.method} ${route}`)
-          span.setAttribute(ATTR_HTTP_ROUTE, route)
-        }
-        if (exchange.abandoned) span.setAttribute('error.type', 'client_gone')
-        else span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, exchange.statusCode)
-        if (exchange.statusCode >= 500) {
-          span.setAttribute('error.type', String(exchange.statusCode))
-          span.setStatus({ code: SpanStatusCode.ERROR })
-        }
+      const route = routeOf(exchange, routes)
+      if (route !== undefined) {
+        span.updateName(`${exchange.method} ${route}`)
+        span.setAttribute(ATTR_HTTP_ROUTE, route)
+      }
+      if (exchange.abandoned) span.setAttribute('error.type', 'client_gone')
+      else span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, exchange.statusCode)
+      if (exchange.statusCode >= 500) {
+        span.setAttribute('error.type', String(exchange.statusCode))
+        span.setStatus({ code: SpanStatusCode.ERROR })
       }
       span.end()
     }
