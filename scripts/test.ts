@@ -34,10 +34,10 @@ const SLOWEST_SHOWN = 12
  * none of them is left running alone at the end. Every other file keeps its place in the order below.
  */
 const SLOWEST_FIRST = [
-  'test/cli/key-lifecycle.test.ts',
-  'test/replication/failover.test.ts',
-  'test/replication/replica-reads.test.ts',
   'test/http/portal.test.ts',
+  'test/cli/key-lifecycle.test.ts',
+  'test/replication/replica-reads.test.ts',
+  'test/replication/failover.test.ts',
   'test/http/portal-keys.test.ts',
   'test/process/crash-durability.test.ts',
   'test/cli/cli.test.ts',
