@@ -1,6 +1,6 @@
 /**
- * npm run bench:profile: where the CPU time of a cached read goes, in the service and in the
- * ceiling. Each contender runs alone on core 0 under Node's `--cpu-prof`, loaded by wrk on core 1
+ * npm run bench:profile: where the CPU time of a cached read, and of a durable create, goes, in the
+ * service and in the ceiling. Each contender runs alone on core 0 under Node's `--cpu-prof`, loaded by wrk on core 1
  * (-t1 -c50) after a warm-up; the samples of the measured seconds are summed by area (a pipeline
  * step, Node's writing of the header fields, the socket write, the garbage collector …) and each
  * area's share is turned into microseconds of the CPU time per request the run measured. Contenders:
@@ -10,10 +10,18 @@
  * OpenTelemetry's code or the service's tracing (found through dist's source map), or that is in Node's
  * async hooks before any frame of the bundle, is tracing's. The report gives each run's CPU share beside its figures: a run under 95 % of its
  * core costs more per request than a saturated one (docs/performance.md, the saturation rule), so
- * compare areas between runs of about the same share. Writes bench/results/<date>-profile.md.
- * Environment: BENCH_PROFILE_DURATION (10s), BENCH_WARM_UP (3s).
+ * compare areas between runs of about the same share.
+ * The create workload is bench/create.lua over 64 connections, as `npm run bench` sends it, against
+ * the ceiling that appends each batch of bodies to a log synced once per batch (BENCH_CREATES=synced)
+ * and the service on a fresh copy of the database; its areas name the create path's parts by the
+ * source file (through the source map) of the sample's innermost frame of the bundle: reading the
+ * body, the JSON parse, validation, the handler, the group commit, SQLite. Samples in a synchronous
+ * fdatasync wait for the disk rather than use the CPU: they are left out of the areas and reported
+ * as their own share of the samples. Writes bench/results/<date>-profile.md.
+ * Environment: BENCH_PROFILE_DURATION (10s), BENCH_WARM_UP (3s), BENCH_PROFILE_WORKLOADS (list,get,create:
+ * the workloads to profile).
  */
-import { readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { SourceMap } from 'node:module'
 import { join } from 'node:path'
@@ -21,7 +29,7 @@ import { seededSqlite } from './datasets.js'
 import { percent, SATURATED, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement } from './measure.js'
 import { redisAvailable } from './redis.js'
 import { PRODUCTION_ENV } from './report.js'
-import { STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
+import { CREATE_PATH, STEP_COST_PATHS } from './step-cost.js'
 import { machine, otlpSink, root } from './support.js'
 
 const DURATION = process.env.BENCH_PROFILE_DURATION ?? '10s'
@@ -29,6 +37,15 @@ const WARM_UP = process.env.BENCH_WARM_UP ?? '3s'
 const CLI = join(root, 'dist', 'cli', 'main.js')
 /** Tracing as docs/performance.md measures its cost: parent-based, one new trace in ten recorded. */
 const TRACING_ENV = { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }
+
+/** What each workload asks: a cached read over 50 connections, or bench/create.lua's create over 64. */
+const WORKLOADS = {
+  list: { path: STEP_COST_PATHS.list, connections: 50 },
+  get: { path: STEP_COST_PATHS.get, connections: 50 },
+  create: { path: CREATE_PATH, connections: 64, script: join(root, 'bench', 'create.lua') }
+} as const
+type Workload = keyof typeof WORKLOADS
+const CHOSEN = (process.env.BENCH_PROFILE_WORKLOADS ?? 'list,get,create').split(',').filter((name): name is Workload => name in WORKLOADS)
 
 interface CallFrame { functionName: string, url: string, lineNumber: number, columnNumber: number }
 interface ProfileNode { id: number, callFrame: CallFrame, children?: number[] }
@@ -108,8 +125,45 @@ function areaOf (stack: CallFrame[]): string {
   return NODE_HTTP
 }
 
-/** Microseconds of CPU time per request by area, over the profile's samples between `from` and `to` (µs since its start). */
-function areas (profile: Profile, from: number, to: number, usPerRequest: number): Map<string, number> {
+/** Samples blocked in a synchronous fdatasync: the process waits for the disk there, it does not use the CPU. */
+const DISK_WAIT = 'waiting in fdatasync on the event loop'
+
+/** A create's parts, by the source file (or package) of the innermost frame of the bundle. */
+const CREATE_SOURCES: Array<[RegExp, string]> = [
+  [/\/(raw-body|bytes|unpipe|iconv-lite|http-errors|statuses|depd)\//, 'create: reading the body (raw-body)'],
+  [/\/lossless-json\/|src\/http\/json-body\.ts$|src\/core\/int64\.ts$/, 'create: JSON parse (lossless-json, json-body.ts)'],
+  [/\/(ajv|ajv-formats|@fastify\/ajv-compiler|fast-content-type-parse)\/|src\/http\/steps\/validation\.ts$|src\/http\/schemas\//, 'create: validation (content type, schema)'],
+  [/src\/storage\/(group-commit|sync-barrier)\.ts$/, 'create: group commit and shared sync'],
+  [/src\/storage\//, 'create: SQLite insert and commit (pet-writes.ts, better-sqlite3)'],
+  [/src\/(http\/routes\/pets|core\/pets|core\/idempotency|services\/(pet-catalog|idempotency-keys|sandbox-catalog))\.ts$/, 'create: createPet (catalogue, idempotency, the answer\'s JSON)']
+]
+
+/** The area of one sample of a create: the answer's write as for reads, then the create path's parts, then as areaOf says. */
+function createAreaOf (stack: CallFrame[]): string {
+  const [leaf] = stack
+  if (leaf?.functionName === '(garbage collector)' || leaf?.functionName === '(program)') return areaOf(stack)
+  if (stack.some((frame) => frame.functionName === 'fdatasyncSync')) return DISK_WAIT
+  for (let index = stack.length - 1; index >= 0; index--) {
+    const frame = stack[index] as CallFrame
+    if ((frame.functionName === 'end' && frame.url === 'node:_http_outgoing') || (frame.functionName === 'writeHead' && frame.url === 'node:_http_server')) return areaOf(stack)
+  }
+  for (const frame of stack) {
+    if (frame.url.includes('/better-sqlite3/')) return 'create: SQLite insert and commit (pet-writes.ts, better-sqlite3)'
+    if (frame.url.endsWith('/bench/ceiling-server.mjs')) return 'ceiling: its own code (batching, the log append)'
+    if (!frame.url.endsWith('/dist/cli/main.js')) continue
+    const source = sourceOf(frame)
+    const found = CREATE_SOURCES.find(([pattern]) => pattern.test(source))
+    if (found !== undefined) return found[1]
+    break
+  }
+  return areaOf(stack)
+}
+
+/**
+ * Microseconds of CPU time per request by area, over the profile's samples between `from` and `to`
+ * (µs since its start); DISK_WAIT's entry is instead its share of the samples, idle ones left out.
+ */
+function areas (profile: Profile, from: number, to: number, usPerRequest: number, areaOfSample: (stack: CallFrame[]) => string): Map<string, number> {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]))
   const parent = new Map<number, number>()
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
@@ -122,26 +176,28 @@ function areas (profile: Profile, from: number, to: number, usPerRequest: number
     const stack: CallFrame[] = []
     for (let node: number | undefined = id; node !== undefined; node = parent.get(node)) stack.push((byId.get(node) as ProfileNode).callFrame)
     if (stack[0]?.functionName === '(idle)') return
-    busy++
-    const area = areaOf(stack)
+    const area = areaOfSample(stack)
+    if (area !== DISK_WAIT) busy++
     counts.set(area, (counts.get(area) ?? 0) + 1)
   })
-  return new Map([...counts].map(([area, count]) => [area, usPerRequest * count / busy]))
+  const waiting = counts.get(DISK_WAIT) ?? 0
+  return new Map([...counts].map(([area, count]) => [area, area === DISK_WAIT ? count / (busy + waiting) : usPerRequest * count / busy]))
 }
 
-interface Run { name: string, workload: StepCostWorkload, measurement: Measurement, areas: Map<string, number> }
+interface Run { name: string, workload: Workload, measurement: Measurement, areas: Map<string, number> }
 
-async function profiled (name: string, argv: string[], env: Record<string, string>, key: string, workload: StepCostWorkload, dir: string): Promise<Run> {
+async function profiled (name: string, argv: string[], env: Record<string, string>, key: string, workload: Workload, dir: string): Promise<Run> {
   const profileDir = mkdtempSync(join(dir, 'profile-'))
   const [node = 'node', ...rest] = argv
   const started = await startContender(() => ({ argv: [node, '--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...rest], env }), true)
-  const path = STEP_COST_PATHS[workload]
+  const { path, connections } = WORKLOADS[workload]
+  const script = 'script' in WORKLOADS[workload] ? WORKLOADS.create.script : undefined
   let measurement: Measurement
   let from: number
   let to: number
   try {
-    await timeToFirstAnswer(started, path, key)
-    const options = { path, env: {}, connections: 50, key, pinned: true }
+    await timeToFirstAnswer(started, STEP_COST_PATHS.list, key)
+    const options = { path, script, env: {}, connections, key, pinned: true }
     await wrkWhileSampling(started, { ...options, duration: WARM_UP })
     from = performance.now()
     measurement = await wrkWhileSampling(started, { ...options, duration: DURATION })
@@ -155,7 +211,7 @@ async function profiled (name: string, argv: string[], env: Record<string, strin
   if (file === undefined) throw new Error(`${name} wrote no profile`)
   const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as Profile
   const length = profile.endTime - profile.startTime
-  const found = areas(profile, length - (exited - from) * 1000, length - (exited - to) * 1000, measurement.cpuUsPerRequest)
+  const found = areas(profile, length - (exited - from) * 1000, length - (exited - to) * 1000, measurement.cpuUsPerRequest, workload === 'create' ? createAreaOf : areaOf)
   console.log(`  ${name}, ${workload}: ${measurement.cpuUsPerRequest.toFixed(1)} µs per request at ${percent(measurement.cpuShare)} of its core`)
   return { name, workload, measurement, areas: found }
 }
@@ -165,11 +221,13 @@ function report (runs: Run[]): string[] {
   const total = (name: string): number => Math.max(...runs.map((run) => run.areas.get(name) ?? 0))
   names.sort((a, b) => total(b) - total(a))
   const cell = (value: number | undefined): string => value === undefined || value < 0.05 ? '–' : value.toFixed(1)
+  const waiting = names.filter((name) => name === DISK_WAIT)
   return [
     `| µs of CPU per request | ${runs.map((run) => `${run.name}, ${run.workload}`).join(' | ')} |`,
     `|---|${runs.map(() => '---:').join('|')}|`,
     `| **all** | ${runs.map((run) => `**${run.measurement.cpuUsPerRequest.toFixed(1)}**`).join(' | ')} |`,
-    ...names.map((name) => `| ${name} | ${runs.map((run) => cell(run.areas.get(name))).join(' | ')} |`),
+    ...names.filter((name) => name !== DISK_WAIT).map((name) => `| ${name} | ${runs.map((run) => cell(run.areas.get(name))).join(' | ')} |`),
+    ...waiting.map((name) => `| ${name}: share of the samples (not CPU time) | ${runs.map((run) => run.areas.has(name) ? percent(run.areas.get(name) ?? 0) : '–').join(' | ')} |`),
     `| rate (answers/s) | ${runs.map((run) => Math.round(run.measurement.rps).toLocaleString('en')).join(' | ')} |`,
     `| CPU share of its core; wrk's | ${runs.map((run) => `${percent(run.measurement.cpuShare)}; ${percent(run.measurement.loadShare)}${run.measurement.cpuShare < SATURATED ? ' (unsaturated)' : ''}`).join(' | ')} |`
   ]
@@ -192,19 +250,30 @@ async function main (): Promise<void> {
           ]
         : [])
     ]
+    // Creates: the ceiling keeps them in its synced log, each service run writes to a fresh copy of the database.
+    const forCreates = (env: Record<string, string>, run: number): Record<string, string> => {
+      if (env.BENCH_KEY !== undefined) return { ...env, BENCH_CREATES: 'synced', BENCH_LOG_FILE: join(dir, 'ceiling.log') }
+      const copy = join(dir, `create-${run}.sqlite`)
+      copyFileSync(seeded.path, copy)
+      return { ...env, DATABASE_URL: `sqlite:${copy}` }
+    }
     const runs: Run[] = []
-    for (const workload of Object.keys(STEP_COST_PATHS) as StepCostWorkload[]) {
-      for (const contender of contenders) runs.push(await profiled(contender.name, contender.argv, contender.env, seeded.key, workload, dir))
+    for (const workload of CHOSEN) {
+      for (const contender of contenders) {
+        const env = workload === 'create' ? forCreates(contender.env, runs.length) : contender.env
+        runs.push(await profiled(contender.name, contender.argv, env, seeded.key, workload, dir))
+      }
     }
     const date = new Date().toISOString()
     const file = join(root, 'bench', 'results', `${date.slice(0, 10)}-${date.slice(11, 13)}${date.slice(14, 16)}-profile.md`)
     writeFileSync(file, [
-      '# Where the CPU time of a cached read goes',
+      '# Where the CPU time of a cached read and of a durable create goes',
       '',
       `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`npm run bench:profile\`: each contender alone on core 0 under`,
-      `\`--cpu-prof\`, loaded by wrk (-t1 -c50) on core 1, ${WARM_UP} of warm-up, then ${DURATION} measured; \`GET ${STEP_COST_PATHS.list}\` (list) and`,
-      `\`GET ${STEP_COST_PATHS.get}\` (get), 10,000 animals. A figure is the share of the measured seconds' busy samples in that area, times the CPU`,
-      'time per request the run measured. Compare runs of about the same CPU share: an unsaturated server pays more per request.',
+      `\`--cpu-prof\`, loaded by wrk (-t1, -c50 for reads, -c64 for creates) on core 1, ${WARM_UP} of warm-up, then ${DURATION} measured; \`GET ${STEP_COST_PATHS.list}\` (list),`,
+      `\`GET ${STEP_COST_PATHS.get}\` (get) and \`POST ${CREATE_PATH}\` with bench/create.lua's body (create; the ceiling with BENCH_CREATES=synced), 10,000 animals.`,
+      `Workloads: ${CHOSEN.join(', ')}. A figure is the share of the measured seconds' busy samples in that area, times the CPU time per request the run measured.`,
+      'Compare runs of about the same CPU share: an unsaturated server pays more per request. A create may leave the core unfilled: it waits for the disk.',
       '',
       ...report(runs),
       ''
