@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { TestContext } from 'node:test'
+import { after } from 'node:test'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { inject, type DispatchFunc, type InjectOptions, type Response as LightMyRequestResponse } from 'light-my-request'
 import { pino } from 'pino'
@@ -38,8 +38,40 @@ export const TEST_DEFAULTS: Record<string, string> = { LOAD_SHED_EVENT_LOOP_DELA
 /** What a scrape sends for GET /metrics of a test app (TEST_DEFAULTS sets the token: without one /metrics is not served). */
 export const METRICS_AUTH = { authorization: `Bearer ${TEST_DEFAULTS.METRICS_TOKEN ?? ''}` }
 
+/**
+ * What a test's resources are released with: a test's context (released after that test), or a
+ * suite's scope (suiteScope: released after the last test of a describe).
+ */
+export interface Scope {
+  after: (fn: () => unknown) => void
+}
+
+/**
+ * A scope that ends with the describe it is created in (that describe's after hook), releasing the
+ * last resource first, as the scopes of nested calls expect: an app closes before its store, a
+ * store before its directory is removed.
+ */
+export function suiteScope (): Scope {
+  const releases: Array<() => unknown> = []
+  after(async () => {
+    for (const release of releases.reverse()) await release()
+  })
+  return { after: (release) => { releases.push(release) } }
+}
+
+/**
+ * One resource for every test of the describe this is called in: built when the first test asks
+ * for it, released after the last. For tests that leave nothing behind that another could trip over,
+ * or that look only at what they made themselves.
+ */
+export function perSuite<T> (build: (scope: Scope) => Promise<T>): () => Promise<T> {
+  const scope = suiteScope()
+  let built: Promise<T> | undefined
+  return async () => await (built ??= build(scope))
+}
+
 /** A fresh temporary directory, removed after the test. */
-export function tempDir (t: TestContext): string {
+export function tempDir (t: Scope): string {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-test-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   return dir
@@ -49,7 +81,7 @@ export function tempDir (t: TestContext): string {
  * Opens and migrates a fresh store, closed after the test: a SQLite file in a temporary
  * directory, or with TEST_ENGINE=postgres a schema of its own on the test PostgreSQL.
  */
-export async function openTestStore (t: TestContext): Promise<{ store: Store, dbPath: string, databaseUrl: string }> {
+export async function openTestStore (t: Scope): Promise<{ store: Store, dbPath: string, databaseUrl: string }> {
   if (TEST_ENGINE === 'postgres') {
     const databaseUrl = await createTestSchema(t)
     const store = openPostgresStore(databaseUrl, { poolSize: 4, onError: () => {} })
@@ -100,7 +132,7 @@ export function storeOfTestApp (app: FastifyInstance): Store | undefined {
 }
 
 /** The real application on a fresh SQLite file, with one account and key; use app.inject. Logs nothing unless given a logger. */
-export async function buildTestApp (t: TestContext, env: Record<string, string> = {}, logger: FastifyBaseLogger = pino({ level: 'silent' })): Promise<TestApp> {
+export async function buildTestApp (t: Scope, env: Record<string, string> = {}, logger: FastifyBaseLogger = pino({ level: 'silent' })): Promise<TestApp> {
   const { store, dbPath, databaseUrl } = await openTestStore(t)
   const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger })
   injectThroughServer(app)

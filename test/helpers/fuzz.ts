@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import type { InjectOptions } from 'fastify'
 import { generateApiKey } from '../../src/core/api-keys.js'
-import { buildTestApp, TEST_ENGINE, type TestApp } from './build-app.js'
+import { buildTestApp, TEST_ENGINE, type Scope, type TestApp } from './build-app.js'
 import { deref, documentValidator, fetchOpenApiDocument, type DocumentValidator, type OpenApiDocument, type Schema } from './openapi-validator.js'
 
 /*
@@ -290,7 +290,7 @@ export interface FuzzApp extends TestApp {
  */
 export const FUZZ_ENV = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0' }
 
-export async function fuzzApp (t: TestContext): Promise<FuzzApp> {
+export async function fuzzApp (t: Scope): Promise<FuzzApp> {
   const testApp = await buildTestApp(t, FUZZ_ENV)
   const doc = await fetchOpenApiDocument(testApp.app)
   return { ...testApp, doc, validator: documentValidator(doc), created: 0, requests: 1 }
