@@ -24,10 +24,13 @@ async function until (what: () => boolean, deadlineMs: number): Promise<void> {
   await eventually(() => assert.ok(what(), 'the text received so far does not match'), { timeout: deadlineMs, interval: 10 })
 }
 
-describe('an unauthenticated upload', () => {
-  // Each test opens connections of its own: one server for all.
-  const shared = perSuite(async (scope) => await startServer(scope))
+/**
+ * One server for every test that needs no logger of its own: each opens connections of its own, and
+ * the one that checks that nothing was created compares the catalogue before and after.
+ */
+const shared = perSuite(async (scope) => await startServer(scope))
 
+describe('an unauthenticated upload', () => {
   test('is answered 401 with Connection: close, and the server closes the connection without reading the body', { timeout: 30_000 }, async () => {
     const server = await shared()
     const { socket, received, closed } = await rawConnection(server)
@@ -75,8 +78,6 @@ async function closedWithin (closed: Promise<unknown>, deadlineMs: number): Prom
 }
 
 describe('a body nobody reads', () => {
-  // Each test opens a connection of its own and changes nothing: one server for all.
-  const shared = perSuite(async (scope) => await startServer(scope))
   const requests = ['GET /healthz', 'GET /readyz', 'GET /docs', 'GET /v1/openapi.json', 'GET /portal/login', 'GET /', 'POST /portal/nope', 'GET /v1/pets', 'GET /v1/pets/1']
   for (const request of requests) {
     test(`${request} with Content-Length: 1000000000 is answered with Connection: close, and the rest is never read`, { timeout: 30_000 }, async () => {
@@ -114,8 +115,6 @@ describe('a body nobody reads', () => {
 })
 
 describe('requests the HTTP parser refuses', () => {
-  // Each refusal is on a connection of its own: one server for all but the test that counts them.
-  const shared = perSuite(async (scope) => await startServer(scope))
   const refused: Array<[string, string, number, string]> = [
     ['a lower-case method', 'get /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
     ['a NUL before the method', '\u0000GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
@@ -273,9 +272,6 @@ describe('the access log\'s URL', () => {
 })
 
 describe('small answers that should be stricter', () => {
-  // Each test opens connections of its own, and the one that checks that nothing was created compares the catalogue before and after: one server for all.
-  const shared = perSuite(async (scope) => await startServer(scope))
-
   test('two Authorization headers get 400 invalid_request', async () => {
     const server = await shared()
     const { socket, received } = await rawConnection(server)

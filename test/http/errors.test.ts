@@ -33,9 +33,13 @@ function assertGenericMessage (message: string): void {
   assert.doesNotMatch(message, /\n|\bat \S+ \(|[/\\]|\.[cm]?[jt]s\b|sqlite|database|connection|\b(SELECT|INSERT|UPDATE|FROM|WHERE)\b|Error:|TypeError/i, message)
 }
 
+/**
+ * One server for every test but those that close its store: the others are refused or create a few
+ * animals, and none of their answers depends on what the catalogue holds.
+ */
+const shared = perSuite(async (scope) => await startServer(scope))
+
 describe('unknown paths', () => {
-  // The tests here read and refuse: none changes what another reads, so they share one app.
-  const shared = perSuite(async (scope) => await buildTestApp(scope))
   for (const path of ['/v1/nope', '/v1/pets/1/photos', '/v1/store/orders/1', '/v1/store', '/v1']) {
     test(`returns 404 not_found naming the path for GET ${path} with a valid key`, async () => {
       const { app, auth } = await shared()
@@ -66,8 +70,6 @@ describe('unknown paths', () => {
 })
 
 describe('a mistyped path', () => {
-  // The tests here read and refuse: none changes what another reads, so they share one app.
-  const shared = perSuite(async (scope) => await buildTestApp(scope))
   const HINTS: Array<[string, string]> = [
     ['/v1/pet', '/v1/pets'],
     ['/v1/pest', '/v1/pets'],
@@ -97,8 +99,6 @@ describe('a mistyped path', () => {
 })
 
 describe('wrong methods', () => {
-  // The tests here are refused: none changes what another reads, so they share one server.
-  const shared = perSuite(async (scope) => await startServer(scope))
   for (const [method, path, allow] of WRONG_METHODS) {
     test(`returns 405 method_not_allowed with Allow: ${allow} for ${method} ${path}`, async () => {
       const { app, auth } = await shared()
@@ -144,8 +144,6 @@ describe('wrong methods', () => {
 })
 
 describe('HEAD and OPTIONS', () => {
-  // Only one test creates animals, and the others answer alike whatever the catalogue holds: one server for all.
-  const shared = perSuite(async (scope) => await startServer(scope))
   for (const [path, allow] of [['/v1/pets', PETS_ALLOW], ['/v1/pets/1', READ_ONLY_ALLOW], ['/v1/store/orders', READ_ONLY_ALLOW]] as const) {
     test(`answers OPTIONS ${path} with 204 and Allow: ${allow}`, async () => {
       const { app, auth } = await shared()
@@ -187,7 +185,6 @@ describe('HEAD and OPTIONS', () => {
 
 describe('listStoreOrders', () => {
   describe('error', () => {
-    const shared = perSuite(async (scope) => await buildTestApp(scope))
     test('returns 501 not_implemented for GET /v1/store/orders', async () => {
       const { app, auth } = await shared()
       assertError(await app.inject({ url: '/v1/store/orders', headers: auth }), 501, 'not_implemented', /store orders/)
@@ -231,8 +228,6 @@ describe('unexpected failures', () => {
 })
 
 describe('request ids', () => {
-  // The ids do not depend on what the catalogue holds: one server for all the tests here.
-  const shared = perSuite(async (scope) => await startServer(scope))
   test('every response carries its own x-request-id', async () => {
     const testApp = await shared()
     const { app, auth } = testApp
