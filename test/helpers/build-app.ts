@@ -12,9 +12,9 @@ import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../../src/storage/store.js'
 import { createTestSchema } from './postgres.js'
+import { TEST_ENGINE } from './test-engine.js'
 
-/** The engine HTTP tests run on: TEST_ENGINE=postgres runs them on PostgreSQL, anything else on SQLite. */
-export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite'
+export { TEST_ENGINE }
 
 export interface TestApp {
   app: FastifyInstance
