@@ -13,9 +13,9 @@ import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../../src/storage/store.js'
 import { createTestSchema } from './postgres.js'
+import { TEST_ENGINE } from './test-engine.js'
 
-/** The engine HTTP tests run on: TEST_ENGINE=postgres runs them on PostgreSQL, anything else on SQLite. */
-export const TEST_ENGINE: 'sqlite' | 'postgres' = process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite'
+export { TEST_ENGINE }
 
 export interface TestApp {
   app: FastifyInstance
@@ -39,13 +39,40 @@ export const TEST_DEFAULTS: Record<string, string> = { LOAD_SHED_EVENT_LOOP_DELA
 /** What a scrape sends for GET /metrics of a test app (TEST_DEFAULTS sets the token: without one /metrics is not served). */
 export const METRICS_AUTH = { authorization: `Bearer ${TEST_DEFAULTS.METRICS_TOKEN ?? ''}` }
 
-/** What a helper needs of a test to clean up after it: the test's context, or a suite's (suiteTestApp). */
-export interface Cleanup {
+/**
+ * What a test's resources are released with: a test's context (released after that test), or a
+ * suite's scope (suiteScope: released after the last test of a describe).
+ */
+export interface Scope {
   after: (fn: () => unknown) => void
 }
 
+/**
+ * A scope that ends with the describe it is created in (that describe's after hook), releasing the
+ * last resource first, as the scopes of nested calls expect: an app closes before its store, a
+ * store before its directory is removed.
+ */
+export function suiteScope (): Scope {
+  const releases: Array<() => unknown> = []
+  after(async () => {
+    for (const release of releases.reverse()) await release()
+  })
+  return { after: (release) => { releases.push(release) } }
+}
+
+/**
+ * One resource for every test of the describe this is called in: built when the first test asks
+ * for it, released after the last. For tests that leave nothing behind that another could trip over,
+ * or that look only at what they made themselves.
+ */
+export function perSuite<T> (build: (scope: Scope) => Promise<T>): () => Promise<T> {
+  const scope = suiteScope()
+  let built: Promise<T> | undefined
+  return async () => await (built ??= build(scope))
+}
+
 /** A fresh temporary directory, removed after the test. */
-export function tempDir (t: Cleanup): string {
+export function tempDir (t: Scope): string {
   const dir = mkdtempSync(join(tmpdir(), 'animal-store-test-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   return dir
@@ -55,7 +82,7 @@ export function tempDir (t: Cleanup): string {
  * Opens and migrates a fresh store, closed after the test: a SQLite file in a temporary
  * directory, or with TEST_ENGINE=postgres a schema of its own on the test PostgreSQL.
  */
-export async function openTestStore (t: Cleanup): Promise<{ store: Store, dbPath: string, databaseUrl: string }> {
+export async function openTestStore (t: Scope): Promise<{ store: Store, dbPath: string, databaseUrl: string }> {
   if (TEST_ENGINE === 'postgres') {
     const databaseUrl = await createTestSchema(t)
     const store = openPostgresStore(databaseUrl, { poolSize: 4, onError: () => {} })
@@ -106,7 +133,7 @@ export function storeOfTestApp (app: FastifyInstance): Store | undefined {
 }
 
 /** The real application on a fresh SQLite file, with one account and key; use app.inject. Logs nothing unless given a logger. */
-export async function buildTestApp (t: Cleanup, env: Record<string, string> = {}, logger: FastifyBaseLogger = pino({ level: 'silent' })): Promise<TestApp> {
+export async function buildTestApp (t: Scope, env: Record<string, string> = {}, logger: FastifyBaseLogger = pino({ level: 'silent' })): Promise<TestApp> {
   const { store, dbPath, databaseUrl } = await openTestStore(t)
   const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger })
   injectThroughServer(app)
@@ -123,10 +150,9 @@ export async function buildTestApp (t: Cleanup, env: Record<string, string> = {}
  * the function returned.
  */
 export function suiteTestApp (env: Record<string, string> = {}): () => TestApp {
-  const cleanups: Array<() => unknown> = []
+  const scope = suiteScope()
   let shared: TestApp | undefined
-  before(async () => { shared = await buildTestApp({ after: (fn) => { cleanups.push(fn) } }, env) })
-  after(async () => { for (const cleanup of cleanups.reverse()) await cleanup() })
+  before(async () => { shared = await buildTestApp(scope, env) })
   return () => {
     assert.ok(shared, 'the suite app is built before its first test')
     return shared

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import type { Cleanup } from './build-app.js'
+import type { Scope } from './build-app.js'
 
 /** The PostgreSQL server tests use; each test gets a schema of its own in it. */
 export const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -33,7 +33,7 @@ export async function postgresAvailable (): Promise<boolean> {
 }
 
 /** A fresh schema, dropped after the test; returns a DATABASE_URL whose search_path is that schema. */
-export async function createTestSchema (t: Cleanup): Promise<string> {
+export async function createTestSchema (t: Scope): Promise<string> {
   const schema = `test_${randomBytes(6).toString('hex')}`
   const admin = new pg.Client({ connectionString: POSTGRES_URL })
   await admin.connect()

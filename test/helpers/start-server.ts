@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import type { Server } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import type { TestContext } from 'node:test'
-import { buildTestApp, type TestApp } from './build-app.js'
+import { buildTestApp, type Scope, type TestApp } from './build-app.js'
 import { eventually } from './eventually.js'
 
 export interface TestServer extends TestApp {
@@ -11,7 +11,7 @@ export interface TestServer extends TestApp {
 }
 
 /** The real application listening on a real socket (an ephemeral port on loopback). */
-export async function startServer (t: TestContext, env: Record<string, string> = {}): Promise<TestServer> {
+export async function startServer (t: Scope, env: Record<string, string> = {}): Promise<TestServer> {
   const testApp = await buildTestApp(t, env)
   await testApp.app.listen({ host: '127.0.0.1', port: 0 })
   const address = testApp.app.server.address()

@@ -7,7 +7,7 @@ import { generateApiKey } from '../../src/core/api-keys.js'
 import { createAccount, createApiKey } from '../../src/services/accounts.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
-import { buildTestApp, TEST_DEFAULTS, TEST_ENGINE, buildServedApp } from '../helpers/build-app.js'
+import { buildTestApp, perSuite, TEST_DEFAULTS, TEST_ENGINE, buildServedApp } from '../helpers/build-app.js'
 import { startServer, type TestServer } from '../helpers/start-server.js'
 
 const CHALLENGE = 'Bearer realm="animal-store"'
@@ -58,27 +58,34 @@ async function revokedKey (server: TestServer): Promise<string> {
 }
 
 describe('authentication', () => {
+  // A key revoked by one test changes no other's answer, nor does a refused request: one server for
+  // every test that reads, and one for the creates, so that GET /v1/pets/1 still finds no animal.
+  const reading = perSuite(async (scope) => await startServer(scope))
+  const creating = perSuite(async (scope) => await startServer(scope))
+
   for (const route of ROUTES) {
     describe(`${route.method} ${route.path}`, () => {
+      const shared = route.method === 'POST' ? creating : reading
+
       describe('security', () => {
-        test('returns 401 unauthorized with a plain Bearer challenge when no Authorization header is sent', async (t) => {
-          const server = await startServer(t)
+        test('returns 401 unauthorized with a plain Bearer challenge when no Authorization header is sent', async () => {
+          const server = await shared()
           await assertUnauthorized(await send(server, route, undefined), CHALLENGE)
         })
 
-        test('returns 401 unauthorized with a plain Bearer challenge when the scheme is Basic', async (t) => {
-          const server = await startServer(t)
+        test('returns 401 unauthorized with a plain Bearer challenge when the scheme is Basic', async () => {
+          const server = await shared()
           const basic = `Basic ${Buffer.from(`user:${server.key}`).toString('base64')}`
           await assertUnauthorized(await send(server, route, basic), CHALLENGE)
         })
 
-        test('returns 401 invalid_token for a well-formed key that was never issued', async (t) => {
-          const server = await startServer(t)
+        test('returns 401 invalid_token for a well-formed key that was never issued', async () => {
+          const server = await shared()
           await assertUnauthorized(await send(server, route, `Bearer ${generateApiKey().key}`), INVALID_TOKEN_CHALLENGE)
         })
 
-        test('returns 401 invalid_token for malformed keys', async (t) => {
-          const server = await startServer(t)
+        test('returns 401 invalid_token for malformed keys', async () => {
+          const server = await shared()
           const lastChar = server.key.at(-1) === 'A' ? 'B' : 'A'
           const malformed = [
             'not-a-key',
@@ -92,21 +99,21 @@ describe('authentication', () => {
           }
         })
 
-        test('returns 401 invalid_token for an empty bearer token', async (t) => {
-          const server = await startServer(t)
+        test('returns 401 invalid_token for an empty bearer token', async () => {
+          const server = await shared()
           await assertUnauthorized(await send(server, route, 'Bearer'), INVALID_TOKEN_CHALLENGE)
         })
 
-        test('returns 401 invalid_token for a revoked key', async (t) => {
-          const server = await startServer(t)
+        test('returns 401 invalid_token for a revoked key', async () => {
+          const server = await shared()
           await assertUnauthorized(await send(server, route, `Bearer ${await revokedKey(server)}`), INVALID_TOKEN_CHALLENGE)
         })
       })
 
       describe('happy', () => {
         for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
-          test(`accepts a valid key with the scheme written ${scheme}`, async (t) => {
-            const server = await startServer(t)
+          test(`accepts a valid key with the scheme written ${scheme}`, async () => {
+            const server = await shared()
             const response = await send(server, route, `${scheme} ${server.key}`)
             assert.equal(response.status, route.authenticatedStatus, await response.text())
             assert.equal(response.headers.get('www-authenticate'), null)
@@ -124,15 +131,15 @@ describe('authentication', () => {
       ['an oversized body', { 'content-type': 'application/json' }, JSON.stringify({ name: 'x'.repeat(70_000), categoryId: 1 })]
     ]
     for (const [what, headers, body] of cases) {
-      test(`returns 401 to POST /v1/pets without a key and with ${what}`, async (t) => {
-        const server = await startServer(t)
+      test(`returns 401 to POST /v1/pets without a key and with ${what}`, async () => {
+        const server = await reading()
         const response = await fetch(`${server.baseUrl}${post.path}`, { method: 'POST', headers, body })
         await assertUnauthorized(response, CHALLENGE)
       })
     }
 
-    test('returns 401 invalid_token to POST /v1/pets with an unknown key and an invalid body', async (t) => {
-      const server = await startServer(t)
+    test('returns 401 invalid_token to POST /v1/pets with an unknown key and an invalid body', async () => {
+      const server = await reading()
       const response = await fetch(`${server.baseUrl}/v1/pets`, {
         method: 'POST',
         headers: { authorization: `Bearer ${generateApiKey().key}`, 'content-type': 'text/plain' },
@@ -143,8 +150,8 @@ describe('authentication', () => {
   })
 
   describe('public routes', () => {
-    test('serves GET /v1/openapi.json without a key', async (t) => {
-      const server = await startServer(t)
+    test('serves GET /v1/openapi.json without a key', async () => {
+      const server = await reading()
       const response = await fetch(`${server.baseUrl}/v1/openapi.json`)
       const text = await response.text()
       assert.equal(response.status, 200, text)
@@ -152,8 +159,8 @@ describe('authentication', () => {
       assert.equal((JSON.parse(text) as { openapi: string }).openapi, '3.1.0')
     })
 
-    test('serves the /docs reference page without a key', async (t) => {
-      const server = await startServer(t)
+    test('serves the /docs reference page without a key', async () => {
+      const server = await reading()
       const response = await fetch(`${server.baseUrl}/docs`)
       const text = await response.text()
       assert.equal(response.status, 200, text)

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { gzipSync, deflateSync, brotliCompressSync } from 'node:zlib'
-import { buildTestApp, type TestApp } from '../helpers/build-app.js'
+import { buildTestApp, perSuite, type TestApp } from '../helpers/build-app.js'
 import { startServer } from '../helpers/start-server.js'
 import { assertError, countPets, sendRaw } from '../helpers/api-responses.js'
 
@@ -36,6 +36,9 @@ function assertExactCategoryId (raw: string, literal: string): void {
 
 describe('createPet', () => {
   describe('happy', () => {
+    // Each test looks only at the animals it created (those that look at the whole catalogue have one of their own).
+    const shared = perSuite(async (scope) => await startServer(scope))
+
     test('returns 201 with the animal sent plus its id, and Location: /v1/pets/{id}', async (t) => {
       const testApp = await buildTestApp(t)
       const first = await post(testApp, JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' }))
@@ -54,8 +57,8 @@ describe('createPet', () => {
       assert.deepEqual(fetched.json(), second.json(), fetched.body)
     })
 
-    test('accepts every status of the enumeration', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('accepts every status of the enumeration', async () => {
+      const testApp = await shared()
       for (const status of ['available', 'pending', 'sold']) {
         const response = await post(testApp, JSON.stringify({ name: 'Rex', categoryId: 1, status }))
         assert.equal(response.statusCode, 201, response.body)
@@ -93,25 +96,25 @@ describe('createPet', () => {
       ['right-to-left text with its bidirectional marks U+200F, U+200E and U+061C', '\u05e8\u05e7\u05e1 2\u200f \u200eRex \u0628\u061c']
     ]
     for (const [label, name] of keptNames) {
-      test(`keeps a name with ${label} exactly as sent`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`keeps a name with ${label} exactly as sent`, async () => {
+        const testApp = await shared()
         const created = await post(testApp, JSON.stringify({ name, categoryId: 1 }))
         assert.equal(created.statusCode, 201, created.body)
         assert.equal(created.json<Pet>().name, name, created.body)
-        const fetched = await testApp.app.inject({ url: '/v1/pets/1', headers: testApp.auth })
+        const fetched = await testApp.app.inject({ url: `/v1/pets/${created.json<Pet>().id}`, headers: testApp.auth })
         assert.equal(fetched.json<Pet>().name, name, fetched.body)
       })
     }
 
-    test('accepts an astral character written as an escaped surrogate pair', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('accepts an astral character written as an escaped surrogate pair', async () => {
+      const testApp = await shared()
       const created = await post(testApp, '{"name":"\\ud83d\\udc36","categoryId":1}')
       assert.equal(created.statusCode, 201, created.body)
       assert.equal(created.json<Pet>().name, '🐶', created.body)
     })
 
-    test('accepts categoryId 0 and negative categoryIds', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('accepts categoryId 0 and negative categoryIds', async () => {
+      const testApp = await shared()
       for (const categoryId of [0, -1, -9007199254740991]) {
         const created = await post(testApp, JSON.stringify({ name: 'Rex', categoryId }))
         assert.equal(created.statusCode, 201, created.body)
@@ -120,8 +123,8 @@ describe('createPet', () => {
     })
 
     for (const literal of ['9007199254740993', '9223372036854775807', '-9223372036854775808']) {
-      test(`returns categoryId ${literal} exactly in createPet, getPet and listPets`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns categoryId ${literal} exactly in createPet, getPet and listPets`, async () => {
+        const testApp = await shared()
         const created = await post(testApp, `{"name":"big","categoryId":${literal}}`)
         assert.equal(created.statusCode, 201, created.body)
         assertExactCategoryId(created.body, literal)
@@ -131,28 +134,30 @@ describe('createPet', () => {
         assert.equal(fetched.statusCode, 200, fetched.body)
         assertExactCategoryId(fetched.body, literal)
 
-        const listed = await testApp.app.inject({ url: '/v1/pets', headers: testApp.auth })
+        // The whole catalogue on one page (the tests create fewer than 100 animals), this animal found by its id.
+        const listed = await testApp.app.inject({ url: '/v1/pets?limit=100', headers: testApp.auth })
         assert.equal(listed.statusCode, 200, listed.body)
-        assertExactCategoryId(listed.body, literal)
+        assert.match(listed.body, new RegExp(`\\{"id":${id},"name":"big","categoryId":${literal}[,}]`), listed.body)
       })
     }
 
     for (const contentType of ['application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/json;charset=UTF-8', 'application/json; charset="utf-8"']) {
-      test(`accepts Content-Type: ${contentType}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`accepts Content-Type: ${contentType}`, async () => {
+        const testApp = await shared()
         const response = await post(testApp, JSON.stringify({ name: 'Rex', categoryId: 1 }), { 'content-type': contentType })
         assert.equal(response.statusCode, 201, response.body)
       })
     }
 
-    test('accepts Content-Encoding: identity', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('accepts Content-Encoding: identity', async () => {
+      const testApp = await shared()
       const response = await post(testApp, JSON.stringify({ name: 'Rex', categoryId: 1 }), { ...JSON_TYPE, 'content-encoding': 'identity' })
       assert.equal(response.statusCode, 201, response.body)
     })
 
-    test('accepts a valid body of exactly 65,536 bytes, with Content-Length and chunked', async (t) => {
-      const server = await startServer(t)
+    test('accepts a valid body of exactly 65,536 bytes, with Content-Length and chunked', async () => {
+      const server = await shared()
+      const before = await countPets(server.app, server.auth)
       const body = padTo(JSON.stringify({ name: 'Rex', categoryId: 1 }), MAX_BODY_BYTES)
       const declared = await post(server, body)
       assert.equal(declared.statusCode, 201, declared.body)
@@ -162,11 +167,23 @@ describe('createPet', () => {
         chunks: chunksOf(body)
       })
       assert.equal(chunked.statusCode, 201, chunked.body)
-      assert.equal(await countPets(server.app, server.auth), 2)
+      assert.equal(await countPets(server.app, server.auth), before + 2)
+    })
+
+    test('accepts a categoryId written with a zero fraction or an exponent and keeps its exact value', async () => {
+      const testApp = await shared()
+      for (const [literal, exact] of [['9007199254740993.0', '9007199254740993'], ['1e3', '1000'], ['100e-2', '1']]) {
+        const response = await post(testApp, `{"name":"Rex","categoryId":${literal}}`)
+        assert.equal(response.statusCode, 201, response.body)
+        assert.match(response.body, new RegExp(`"categoryId":${exact}[,}]`))
+      }
     })
   })
 
   describe('error', () => {
+    // Every test here creates nothing (each checks it), so they share one server and its empty catalogue.
+    const shared = perSuite(async (scope) => await startServer(scope))
+
     const invalidNames: Array<[string, string, RegExp]> = [
       ['name is empty', '{"name":"","categoryId":1}', /^name must be at least 1 character long$/],
       ['name has 201 ASCII characters', JSON.stringify({ name: 'a'.repeat(201), categoryId: 1 }), /^name must be at most 200 characters long$/],
@@ -180,15 +197,15 @@ describe('createPet', () => {
       ['name is missing', '{"categoryId":1}', /^name is required$/]
     ]
     for (const [label, payload, message] of invalidNames) {
-      test(`returns 400 invalid_request naming name when ${label}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 400 invalid_request naming name when ${label}`, async () => {
+        const testApp = await shared()
         assertError(await post(testApp, payload), 400, 'invalid_request', message)
         assert.equal(await countPets(testApp.app, testApp.auth), 0)
       })
     }
 
-    test('returns 400 invalid_request naming name for each control character U+0000-U+001F and U+007F', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 400 invalid_request naming name for each control character U+0000-U+001F and U+007F', async () => {
+      const testApp = await shared()
       const codePoints = [...Array.from({ length: 0x20 }, (_, i) => i), 0x7f]
       for (const codePoint of codePoints) {
         for (const name of [`a${String.fromCodePoint(codePoint)}b`, String.fromCodePoint(codePoint)]) {
@@ -199,8 +216,8 @@ describe('createPet', () => {
       assert.equal(await countPets(testApp.app, testApp.auth), 0)
     })
 
-    test('returns 400 invalid_request naming name for each C1 control U+0080-U+009F and each bidirectional override, embedding and isolate', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 400 invalid_request naming name for each C1 control U+0080-U+009F and each bidirectional override, embedding and isolate', async () => {
+      const testApp = await shared()
       const codePoints = [...Array.from({ length: 0x20 }, (_, i) => 0x80 + i), 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]
       for (const codePoint of codePoints) {
         for (const name of [`a${String.fromCodePoint(codePoint)}b`, String.fromCodePoint(codePoint)]) {
@@ -228,39 +245,30 @@ describe('createPet', () => {
       ['1e30', /^categoryId must be an integer between/],
       ['1E400', /^categoryId must be an integer/]
     ]
-    test('accepts a categoryId written with a zero fraction or an exponent and keeps its exact value', async (t) => {
-      const testApp = await buildTestApp(t)
-      for (const [literal, exact] of [['9007199254740993.0', '9007199254740993'], ['1e3', '1000'], ['100e-2', '1']]) {
-        const response = await post(testApp, `{"name":"Rex","categoryId":${literal}}`)
-        assert.equal(response.statusCode, 201, response.body)
-        assert.match(response.body, new RegExp(`"categoryId":${exact}[,}]`))
-      }
-    })
-
     for (const [literal, message] of invalidCategoryIds) {
-      test(`returns 400 invalid_request naming categoryId when categoryId is ${literal}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 400 invalid_request naming categoryId when categoryId is ${literal}`, async () => {
+        const testApp = await shared()
         assertError(await post(testApp, `{"name":"Rex","categoryId":${literal}}`), 400, 'invalid_request', message)
         assert.equal(await countPets(testApp.app, testApp.auth), 0)
       })
     }
 
-    test('returns 400 invalid_request naming categoryId when categoryId is missing', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 400 invalid_request naming categoryId when categoryId is missing', async () => {
+      const testApp = await shared()
       assertError(await post(testApp, '{"name":"Rex"}'), 400, 'invalid_request', /^categoryId is required$/)
       assert.equal(await countPets(testApp.app, testApp.auth), 0)
     })
 
-    test('returns 400 invalid_request, not 500, when categoryId is given twice and one value lies beyond 2^53', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 400 invalid_request, not 500, when categoryId is given twice and one value lies beyond 2^53', async () => {
+      const testApp = await shared()
       for (const payload of ['{"name":"Rex","categoryId":1,"categoryId":9007199254740993}', '{"name":"Rex","categoryId":9007199254740993,"categoryId":9007199254740995}']) {
         assertError(await post(testApp, payload), 400, 'invalid_request', /categoryId/)
       }
       assert.equal(await countPets(testApp.app, testApp.auth), 0)
     })
 
-    test('returns 400 invalid_request, not 500, for a deeply nested unknown field beside a categoryId beyond 2^53', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 400 invalid_request, not 500, for a deeply nested unknown field beside a categoryId beyond 2^53', async () => {
+      const testApp = await shared()
       const depth = 32_000
       const payload = `{"name":"Rex","categoryId":9007199254740993,"x":${'['.repeat(depth)}${']'.repeat(depth)}}`
       assert.ok(Buffer.byteLength(payload) <= MAX_BODY_BYTES)
@@ -276,16 +284,16 @@ describe('createPet', () => {
       ['constructor holding prototype', '{"name":"Rex","categoryId":1,"constructor":{"prototype":{}}}', /constructor/]
     ]
     for (const [field, payload, message] of unknownFields) {
-      test(`returns 400 invalid_request naming the field for unknown field ${field}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 400 invalid_request naming the field for unknown field ${field}`, async () => {
+        const testApp = await shared()
         assertError(await post(testApp, payload), 400, 'invalid_request', message)
         assert.equal(await countPets(testApp.app, testApp.auth), 0)
       })
     }
 
     for (const status of ['"lost"', '"SOLD"', '""', 'null', '1']) {
-      test(`returns 400 invalid_request naming status when status is ${status}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 400 invalid_request naming status when status is ${status}`, async () => {
+        const testApp = await shared()
         const response = await post(testApp, `{"name":"Rex","categoryId":1,"status":${status}}`)
         assertError(response, 400, 'invalid_request', /^status must be (one of available, pending, sold|a string)$/)
         assert.equal(await countPets(testApp.app, testApp.auth), 0)
@@ -293,36 +301,36 @@ describe('createPet', () => {
     }
 
     for (const payload of ['[]', '[{"name":"Rex","categoryId":1}]', '"Rex"', '42', 'null', 'true']) {
-      test(`returns 400 invalid_request when the body is ${payload}, not an object`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 400 invalid_request when the body is ${payload}, not an object`, async () => {
+        const testApp = await shared()
         assertError(await post(testApp, payload), 400, 'invalid_request', /^the request body must be a JSON object$/)
         assert.equal(await countPets(testApp.app, testApp.auth), 0)
       })
     }
 
     for (const payload of ['{', '{"name":"Rex","categoryId":1,}', "{'name':'Rex','categoryId':1}", '{name:"Rex",categoryId:1}', '{"name":"Rex","categoryId":1} x']) {
-      test(`returns 400 invalid_request for malformed JSON ${JSON.stringify(payload)}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 400 invalid_request for malformed JSON ${JSON.stringify(payload)}`, async () => {
+        const testApp = await shared()
         assertError(await post(testApp, payload), 400, 'invalid_request', /^the request body is not valid JSON/)
         assert.equal(await countPets(testApp.app, testApp.auth), 0)
       })
     }
 
-    test('returns 400 invalid_request for an empty body sent as application/json', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 400 invalid_request for an empty body sent as application/json', async () => {
+      const testApp = await shared()
       assertError(await post(testApp, ''), 400, 'invalid_request', /^the request body is empty/)
       assert.equal(await countPets(testApp.app, testApp.auth), 0)
     })
 
-    test('returns 400 invalid_request, not 415, for a POST with no body and no Content-Type (found by the fuzzer)', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 400 invalid_request, not 415, for a POST with no body and no Content-Type (found by the fuzzer)', async () => {
+      const testApp = await shared()
       const response = await testApp.app.inject({ method: 'POST', url: '/v1/pets', headers: testApp.auth })
       assertError(response, 400, 'invalid_request', /^the request body must be a JSON object$/)
       assert.equal(await countPets(testApp.app, testApp.auth), 0)
     })
 
-    test('returns 400 invalid_request for a body that is not valid UTF-8', async (t) => {
-      const server = await startServer(t)
+    test('returns 400 invalid_request for a body that is not valid UTF-8', async () => {
+      const server = await shared()
       const invalid = [
         Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, ...Buffer.from(',"categoryId":1}')]),
         Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('","categoryId":1}')]),
@@ -350,8 +358,8 @@ describe('createPet', () => {
       ['application/json; charset=utf-16', { 'content-type': 'application/json; charset=utf-16' }, '{"name":"Rex","categoryId":1}']
     ]
     for (const [label, headers, payload] of unsupportedTypes) {
-      test(`returns 415 unsupported_media_type naming Content-Type for ${label}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 415 unsupported_media_type naming Content-Type for ${label}`, async () => {
+        const testApp = await shared()
         assertError(await post(testApp, payload, headers), 415, 'unsupported_media_type', /Content-Type|charset/)
         assert.equal(await countPets(testApp.app, testApp.auth), 0)
       })
@@ -364,24 +372,24 @@ describe('createPet', () => {
       ['identity, gzip', gzipSync('{"name":"Rex","categoryId":1}')]
     ]
     for (const [encoding, payload] of encoded) {
-      test(`returns 415 unsupported_media_type naming Content-Encoding for ${encoding}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 415 unsupported_media_type naming Content-Encoding for ${encoding}`, async () => {
+        const testApp = await shared()
         const response = await post(testApp, payload, { ...JSON_TYPE, 'content-encoding': encoding })
         assertError(response, 415, 'unsupported_media_type', /^Content-Encoding .* is not supported/)
         assert.equal(await countPets(testApp.app, testApp.auth), 0)
       })
     }
 
-    test('returns 413 payload_too_large for a body of 65,537 bytes with Content-Length', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 413 payload_too_large for a body of 65,537 bytes with Content-Length', async () => {
+      const testApp = await shared()
       const body = padTo(JSON.stringify({ name: 'Rex', categoryId: 1 }), MAX_BODY_BYTES + 1)
       assertError(await post(testApp, body), 413, 'payload_too_large', /^the request body is larger than 65536 bytes$/)
       assert.equal(await countPets(testApp.app, testApp.auth), 0)
     })
 
     for (const size of [MAX_BODY_BYTES + 1, 70_000]) {
-      test(`returns 413 payload_too_large for a chunked body of ${size} bytes without Content-Length`, async (t) => {
-        const server = await startServer(t)
+      test(`returns 413 payload_too_large for a chunked body of ${size} bytes without Content-Length`, async () => {
+        const server = await shared()
         const response = await sendRaw(server.baseUrl, {
           path: '/v1/pets',
           headers: { ...server.auth, ...JSON_TYPE, 'transfer-encoding': 'chunked' },
@@ -392,8 +400,8 @@ describe('createPet', () => {
       })
     }
 
-    test('returns 400, not 413, for an invalid body of exactly 65,536 bytes, with Content-Length and chunked', async (t) => {
-      const server = await startServer(t)
+    test('returns 400, not 413, for an invalid body of exactly 65,536 bytes, with Content-Length and chunked', async () => {
+      const server = await shared()
       const body = padTo(JSON.stringify({ name: 'a'.repeat(300), categoryId: 1 }), MAX_BODY_BYTES)
       assertError(await post(server, body), 400, 'invalid_request', /^name must be at most 200 characters long$/)
       const chunked = await sendRaw(server.baseUrl, {

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { buildTestApp } from '../helpers/build-app.js'
+import { perSuite } from '../helpers/build-app.js'
 import { startServer } from '../helpers/start-server.js'
 
 interface Reference { tag: 'script' | 'stylesheet' | 'link' | 'img', url: string }
@@ -28,9 +28,12 @@ function cssReferencesOf (css: string): string[] {
 
 describe('GET /docs', () => {
   describe('happy', () => {
+    // The tests here only read: one server for all.
+    const shared = perSuite(async (scope) => await startServer(scope))
+
     for (const path of ['/docs', '/docs/']) {
-      test(`${path} serves the API reference page as text/html without an API key`, async (t) => {
-        const server = await startServer(t)
+      test(`${path} serves the API reference page as text/html without an API key`, async () => {
+        const server = await shared()
         const response = await fetch(`${server.baseUrl}${path}`)
         const html = await response.text()
         assert.equal(response.status, 200, html)
@@ -39,8 +42,8 @@ describe('GET /docs', () => {
         assert.match(html, /<html/i)
       })
 
-      test(`${path} loads every script and stylesheet from the service itself, none from another host`, async (t) => {
-        const server = await startServer(t)
+      test(`${path} loads every script and stylesheet from the service itself, none from another host`, async () => {
+        const server = await shared()
         const page = await fetch(`${server.baseUrl}${path}`)
         assert.equal(page.status, 200)
         const html = await page.text()
@@ -70,8 +73,8 @@ describe('GET /docs', () => {
       })
     }
 
-    test('the page hands Swagger UI /v1/openapi.json, the document the API serves, not the plugin\'s copy', async (t) => {
-      const server = await startServer(t)
+    test('the page hands Swagger UI /v1/openapi.json, the document the API serves, not the plugin\'s copy', async () => {
+      const server = await shared()
       const page = await fetch(`${server.baseUrl}/docs/`)
       const scripts = referencesOf(await page.text()).filter((reference) => reference.tag === 'script').map((script) => new URL(script.url, page.url))
       const override = scripts.find((url) => url.pathname.endsWith('/reference.js'))
@@ -85,8 +88,8 @@ describe('GET /docs', () => {
       assert.match(document.headers.get('content-type') ?? '', /^application\/json/)
     })
 
-    test('/ redirects to the reference page', async (t) => {
-      const { app } = await buildTestApp(t)
+    test('/ redirects to the reference page', async () => {
+      const { app } = await shared()
       for (const method of ['GET', 'HEAD'] as const) {
         const response = await app.inject({ method, url: '/' })
         assert.equal(response.statusCode, 302, method)

@@ -2,6 +2,7 @@ import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { CONTENT_ENCODINGS, CONTENT_TYPES, EXTRA_METHODS, type FuzzApp, INVALID_UTF8, MAX_BODY_BYTES, MAX_PARAM_LENGTH, PLAIN_METHODS, type Route, type Sent, allowOf, assertListPage, assertNothingElseCreated, authArbitrary, authHeaders, checkResponse, describeSent, expectList, expectPetId, fuzzApp, harvest, isUnderV1, keyOf, listParameters, matchRoute, pathArbitrary, reportTally, runProperty, seedCatalogue, send, tally, testPrototypesUnchanged } from '../helpers/fuzz.js'
+import { perSuite } from '../helpers/build-app.js'
 
 /* Fuzzing methods and paths from the contract: the generators and oracle are in test/helpers/fuzz.ts (FUZZ_RUNS, FUZZ_SEED). */
 
@@ -92,6 +93,9 @@ describe('fuzzing from the OpenAPI document', () => {
  */
 describe('regressions found by the fuzzer', () => {
   describe('routing', () => {
+    // Each regression sends its own request and checks its own answer: one app for all.
+    const shared = perSuite(fuzzApp)
+
     const cases: Array<{ name: string, method: string, url: string, headers?: Record<string, string>, payload?: string, route: (fz: FuzzApp) => Route, status: number, authenticated: boolean }> = [
       {
         name: 'returns 405 method_not_allowed with Allow for TRACE /v1/pets, a documented path with another method',
@@ -171,8 +175,8 @@ describe('regressions found by the fuzzer', () => {
       }
     ]
     for (const item of cases) {
-      test(item.name, async (t) => {
-        const fz = await fuzzApp(t)
+      test(item.name, async () => {
+        const fz = await shared()
         const sent: Sent = {
           label: 'regression',
           method: item.method,

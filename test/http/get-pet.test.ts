@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { buildTestApp, type TestApp } from '../helpers/build-app.js'
+import { buildTestApp, perSuite, type TestApp } from '../helpers/build-app.js'
 import { assertError, type HttpResponse } from '../helpers/api-responses.js'
 
 interface Pet { id: number, name: string, categoryId: number, status?: string }
@@ -21,19 +21,23 @@ async function createPet (testApp: TestApp, pet: Omit<Pet, 'id'>): Promise<Pet> 
 
 describe('getPet', () => {
   describe('happy', () => {
-    test('returns 200 with the animal as created, with Deprecation, Sunset and successor Link', async (t) => {
-      const testApp = await buildTestApp(t)
-      await createPet(testApp, { name: 'first', categoryId: 1 })
+    // Each test reads only the animals it created: one app for all.
+    const shared = perSuite(async (scope) => await buildTestApp(scope))
+
+    test('returns 200 with the animal as created, with Deprecation, Sunset and successor Link', async () => {
+      const testApp = await shared()
+      const first = await createPet(testApp, { name: 'first', categoryId: 1 })
       const created = await createPet(testApp, { name: 'Rex', categoryId: 42, status: 'pending' })
+      assert.equal(created.id, first.id + 1)
       const response = await testApp.app.inject({ url: `/v1/pets/${created.id}`, headers: testApp.auth })
       assert.equal(response.statusCode, 200, response.body)
       assert.match(String(response.headers['content-type']), /^application\/json/)
-      assert.deepEqual(response.json(), { id: 2, name: 'Rex', categoryId: 42, status: 'pending' }, response.body)
+      assert.deepEqual(response.json(), { id: created.id, name: 'Rex', categoryId: 42, status: 'pending' }, response.body)
       assertDeprecated(response)
     })
 
-    test('returns an animal created without status with no status field', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns an animal created without status with no status field', async () => {
+      const testApp = await shared()
       const created = await createPet(testApp, { name: 'Rex', categoryId: 1 })
       const response = await testApp.app.inject({ url: `/v1/pets/${created.id}`, headers: testApp.auth })
       assert.equal(response.statusCode, 200, response.body)
@@ -41,8 +45,8 @@ describe('getPet', () => {
       assertDeprecated(response)
     })
 
-    test('announces the length of a name outside ASCII in bytes, from the cache as from the database', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('announces the length of a name outside ASCII in bytes, from the cache as from the database', async () => {
+      const testApp = await shared()
       const created = await createPet(testApp, { name: 'Café Ünter 🐕', categoryId: 1 })
       for (const read of ['first read', 'cached read']) {
         const response = await testApp.app.inject({ url: `/v1/pets/${created.id}`, headers: testApp.auth })
@@ -52,8 +56,8 @@ describe('getPet', () => {
       }
     })
 
-    test('answers HEAD like GET, without a body and with the deprecation headers', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('answers HEAD like GET, without a body and with the deprecation headers', async () => {
+      const testApp = await shared()
       const created = await createPet(testApp, { name: 'Rex', categoryId: 1 })
       const get = await testApp.app.inject({ url: `/v1/pets/${created.id}`, headers: testApp.auth })
       const head = await testApp.app.inject({ method: 'HEAD', url: `/v1/pets/${created.id}`, headers: testApp.auth })
@@ -66,8 +70,11 @@ describe('getPet', () => {
   })
 
   describe('error', () => {
-    test('returns 404 not_found naming the id for an unknown id, with the deprecation headers', async (t) => {
-      const testApp = await buildTestApp(t)
+    // The tests here are refused, and create at most one animal each: one app for all.
+    const shared = perSuite(async (scope) => await buildTestApp(scope))
+
+    test('returns 404 not_found naming the id for an unknown id, with the deprecation headers', async () => {
+      const testApp = await shared()
       await createPet(testApp, { name: 'Rex', categoryId: 1 })
       const response = await testApp.app.inject({ url: '/v1/pets/12345', headers: testApp.auth })
       assertError(response, 404, 'not_found', /12345/)
@@ -75,8 +82,8 @@ describe('getPet', () => {
     })
 
     for (const petId of ['9223372036854775807', '9007199254740993']) {
-      test(`returns 404 not_found for petId ${petId}, inside int64 but never assigned`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 404 not_found for petId ${petId}, inside int64 but never assigned`, async () => {
+        const testApp = await shared()
         const response = await testApp.app.inject({ url: `/v1/pets/${petId}`, headers: testApp.auth })
         assertError(response, 404, 'not_found', /id/)
         assertDeprecated(response)
@@ -85,8 +92,8 @@ describe('getPet', () => {
 
     const invalidIds = ['abc', '0', '-1', '01', '00', '1.5', '1e3', '+1', '0x10', '%201', '1%20', '9223372036854775808', '99999999999999999999']
     for (const petId of invalidIds) {
-      test(`returns 400 invalid_request naming petId when petId=${petId}`, async (t) => {
-        const testApp = await buildTestApp(t)
+      test(`returns 400 invalid_request naming petId when petId=${petId}`, async () => {
+        const testApp = await shared()
         await createPet(testApp, { name: 'Rex', categoryId: 1 })
         const response = await testApp.app.inject({ url: `/v1/pets/${petId}`, headers: testApp.auth })
         assertError(response, 400, 'invalid_request', /^path parameter petId must be an integer from 1 to 9223372036854775807/)
@@ -94,8 +101,8 @@ describe('getPet', () => {
       })
     }
 
-    test('returns 401 with the deprecation headers when the key is missing or invalid', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 401 with the deprecation headers when the key is missing or invalid', async () => {
+      const testApp = await shared()
       const missing = await testApp.app.inject({ url: '/v1/pets/1' })
       assertError(missing, 401, 'unauthorized', /API key/)
       assert.equal(missing.headers['www-authenticate'], 'Bearer realm="animal-store"')
@@ -107,8 +114,8 @@ describe('getPet', () => {
       assertDeprecated(invalid)
     })
 
-    test('returns 401, not 400, for an invalid petId without a key', async (t) => {
-      const testApp = await buildTestApp(t)
+    test('returns 401, not 400, for an invalid petId without a key', async () => {
+      const testApp = await shared()
       const response = await testApp.app.inject({ url: '/v1/pets/abc' })
       assertError(response, 401, 'unauthorized', /API key/)
       assertDeprecated(response)

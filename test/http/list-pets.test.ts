@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startServer, type TestServer } from '../helpers/start-server.js'
-import { buildTestApp } from '../helpers/build-app.js'
+import { buildTestApp, perSuite } from '../helpers/build-app.js'
 
 interface Pet { id: number, name: string, categoryId: number, status?: string }
 
@@ -140,6 +140,9 @@ describe('listPets', () => {
   })
 
   describe('error', () => {
+    // Refusals depend on the query alone, not on the catalogue: one server for all.
+    const shared = perSuite(async (scope) => await startServer(scope))
+
     const invalid: Array<[string, RegExp]> = [
       ['limit=0', /limit/],
       ['limit=101', /limit must be at most 100/],
@@ -162,8 +165,8 @@ describe('listPets', () => {
       ['cursor=a&cursor=b', /cursor must be given at most once/]
     ]
     for (const [query, message] of invalid) {
-      test(`returns 400 invalid_request naming the parameter for ${query}`, async (t) => {
-        const { app, auth } = await buildTestApp(t)
+      test(`returns 400 invalid_request naming the parameter for ${query}`, async () => {
+        const { app, auth } = await shared()
         const response = await app.inject({ url: `/v1/pets?${query}`, headers: auth })
         assert.equal(response.statusCode, 400, response.body)
         const body = response.json<{ code: string, message: string, status: number }>()
@@ -174,8 +177,8 @@ describe('listPets', () => {
       })
     }
 
-    test('returns 400 for a tampered cursor and for a cursor used with another status', async (t) => {
-      const server = await startServer(t)
+    test('returns 400 for a tampered cursor and for a cursor used with another status', async () => {
+      const server = await shared()
       await createPets(server, [{ name: 'a', categoryId: 1, status: 'sold' }, { name: 'b', categoryId: 1, status: 'sold' }])
       const { response } = await getJson(server, `${server.baseUrl}/v1/pets?limit=1&status=sold`)
       const next = nextUrl(response, server.baseUrl) ?? ''

@@ -3,8 +3,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { tempDir, TEST_ENGINE } from '../helpers/build-app.js'
-import { startServer } from '../helpers/start-server.js'
+import { TEST_ENGINE } from '../helpers/test-engine.js'
 
 const ROOT = join(import.meta.dirname, '..', '..')
 const BIN = join(ROOT, 'node_modules', '.bin')
@@ -26,6 +25,8 @@ interface SpectralResult { code: string, message: string, severity: number, path
 // The document does not depend on the engine, so the PostgreSQL run of the HTTP suites skips this file.
 describe('independent OpenAPI linters, against the document the server serves', { skip: TEST_ENGINE === 'postgres' }, () => {
   test("Redocly's recommended rules find no error and no warning; Spectral's OpenAPI and OWASP rules no error", { timeout: 120_000 }, async (t) => {
+    // Loaded here, not at the top: the PostgreSQL run skips this file, and loading the application would be all it did.
+    const [{ startServer }, { tempDir }] = await Promise.all([import('../helpers/start-server.js'), import('../helpers/build-app.js')])
     const server = await startServer(t)
     const response = await fetch(`${server.baseUrl}/v1/openapi.json`)
     assert.equal(response.status, 200)

@@ -7,8 +7,8 @@ import { generateApiKey, newKeyId } from '../../src/core/api-keys.js'
 import { fingerprintOf } from '../../src/core/idempotency.js'
 import { MAX_PET_ID } from '../../src/core/pets.js'
 import { createApiKey } from '../../src/services/accounts.js'
-import { buildTestApp, type TestApp } from '../helpers/build-app.js'
-import { atPointer, deref, documentValidator, HTTP_METHODS, type OpenApiDocument, type Operation, type Schema } from '../helpers/openapi-validator.js'
+import { buildTestApp, perSuite, type Scope, type TestApp } from '../helpers/build-app.js'
+import { atPointer, deref, documentValidator, HTTP_METHODS, type DocumentValidator, type OpenApiDocument, type Operation, type Schema } from '../helpers/openapi-validator.js'
 import { lastPetIdIs } from '../helpers/pet-rows.js'
 import { routePaths } from '../helpers/routes.js'
 import { openRawConnection, startServer, stoppedListening, type TestServer } from '../helpers/start-server.js'
@@ -18,7 +18,7 @@ const json = { 'content-type': 'application/json' }
 /** The operations the service serves under /v1, as the document must list them: nothing more, nothing less. */
 const EXPECTED_OPERATIONS = ['GET /openapi.json', 'GET /pets', 'GET /pets/{petId}', 'GET /store/orders', 'POST /pets']
 
-async function fetchDocument (t: TestContext, env: Record<string, string> = {}): Promise<{ doc: OpenApiDocument, testApp: TestApp }> {
+async function fetchDocument (t: Scope, env: Record<string, string> = {}): Promise<{ doc: OpenApiDocument, testApp: TestApp }> {
   const testApp = await buildTestApp(t, env)
   const response = await testApp.app.inject({ url: '/v1/openapi.json' })
   assert.equal(response.statusCode, 200, response.body)
@@ -50,8 +50,14 @@ function allRefs (node: unknown, found: string[] = []): string[] {
 
 describe('OpenAPI document', () => {
   describe('happy', () => {
-    test('is served at /v1/openapi.json without an API key, as application/json, OpenAPI 3.1.x, version 1.0.0', async (t) => {
-      const { app } = await buildTestApp(t)
+    // The document of the default configuration, read by every test that needs no other; only one test writes (an animal 1).
+    const shared = perSuite(async (scope): Promise<{ doc: OpenApiDocument, testApp: TestApp, validator: DocumentValidator }> => {
+      const fetched = await fetchDocument(scope)
+      return { ...fetched, validator: documentValidator(fetched.doc) }
+    })
+
+    test('is served at /v1/openapi.json without an API key, as application/json, OpenAPI 3.1.x, version 1.0.0', async () => {
+      const { testApp: { app } } = await shared()
       const response = await app.inject({ url: '/v1/openapi.json' })
       assert.equal(response.statusCode, 200, response.body)
       assert.match(String(response.headers['content-type']), /^application\/json(;|$)/)
@@ -66,13 +72,13 @@ describe('OpenAPI document', () => {
       assert.deepEqual(doc.servers?.map((server) => server.url), ['https://api.example.com/v1', 'https://staging.example.com/v1'], JSON.stringify(doc.servers))
     })
 
-    test('lists the single relative server /v1 without configuration', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('lists the single relative server /v1 without configuration', async () => {
+      const { doc } = await shared()
       assert.deepEqual(doc.servers?.map((server) => server.url), ['/v1'], JSON.stringify(doc.servers))
     })
 
-    test('requires the bearerAuth HTTP bearer scheme globally; the document itself needs no key', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('requires the bearerAuth HTTP bearer scheme globally; the document itself needs no key', async () => {
+      const { doc } = await shared()
       assert.deepEqual(doc.security, [{ bearerAuth: [] }])
       const scheme = doc.components.securitySchemes?.bearerAuth
       assert.ok(scheme, JSON.stringify(doc.components.securitySchemes))
@@ -85,8 +91,8 @@ describe('OpenAPI document', () => {
       }
     })
 
-    test('names listPets, createPet and getPet under the animals tag, getPet deprecated, none with x-stability', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('names listPets, createPet and getPet under the animals tag, getPet deprecated, none with x-stability', async () => {
+      const { doc } = await shared()
       const expected: Array<[string, string, string]> = [['GET', '/pets', 'listPets'], ['POST', '/pets', 'createPet'], ['GET', '/pets/{petId}', 'getPet']]
       for (const [method, path, operationId] of expected) {
         const operation = operationOf(doc, method, path)
@@ -97,23 +103,23 @@ describe('OpenAPI document', () => {
       }
     })
 
-    test('operationIds are unique across the document', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('operationIds are unique across the document', async () => {
+      const { doc } = await shared()
       const ids = Object.values(doc.paths).flatMap((item) => HTTP_METHODS.map((method) => item[method]?.operationId).filter((id) => id !== undefined))
       assert.equal(ids.length, EXPECTED_OPERATIONS.length, JSON.stringify(ids))
       assert.equal(new Set(ids).size, ids.length, JSON.stringify(ids))
     })
 
-    test('marks GET /store/orders experimental with a documented 501 Error response', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('marks GET /store/orders experimental with a documented 501 Error response', async () => {
+      const { doc } = await shared()
       const operation = operationOf(doc, 'GET', '/store/orders')
       assert.equal(operation['x-stability'], 'experimental')
       assert.deepEqual(operation.responses['501']?.content?.['application/json']?.schema, { $ref: '#/components/schemas/Error' })
       assert.ok(operation.responses['401'])
     })
 
-    test('documents listPets responses 200, 400, 401 and the optional query parameters limit, status, cursor', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('documents listPets responses 200, 400, 401 and the optional query parameters limit, status, cursor', async () => {
+      const { doc } = await shared()
       const operation = operationOf(doc, 'GET', '/pets')
       for (const status of ['200', '400', '401']) assert.ok(operation.responses[status], `listPets documents ${status}`)
       assert.equal(deref(doc, operation.responses['200']?.content?.['application/json']?.schema).type, 'array')
@@ -132,8 +138,8 @@ describe('OpenAPI document', () => {
       assert.equal(deref(doc, parameters.get('cursor')?.schema).type, 'string')
     })
 
-    test('documents getPet responses 200, 400, 401, 404 and the int64 path parameter petId', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('documents getPet responses 200, 400, 401, 404 and the int64 path parameter petId', async () => {
+      const { doc } = await shared()
       const operation = operationOf(doc, 'GET', '/pets/{petId}')
       for (const status of ['200', '400', '401', '404']) assert.ok(operation.responses[status], `getPet documents ${status}`)
       const petId = operation.parameters?.find((parameter) => parameter.name === 'petId')
@@ -145,8 +151,8 @@ describe('OpenAPI document', () => {
       assert.equal(schema.format, 'int64')
     })
 
-    test('documents createPet responses 201, 400, 401, 409, 413, 415, 422, the Idempotency-Key header and a required closed JSON body', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('documents createPet responses 201, 400, 401, 409, 413, 415, 422, the Idempotency-Key header and a required closed JSON body', async () => {
+      const { doc } = await shared()
       const operation = operationOf(doc, 'POST', '/pets')
       for (const status of ['201', '400', '401', '409', '413', '415', '422']) assert.ok(operation.responses[status], `createPet documents ${status}`)
       assert.ok(JSON.stringify(operation).includes('idempotency-key'), 'createPet documents the Idempotency-Key header')
@@ -159,14 +165,14 @@ describe('OpenAPI document', () => {
       assert.deepEqual(deref(doc, operation.responses['201']?.content?.['application/json']?.schema).required, ['id', 'name', 'categoryId'])
     })
 
-    test('has the component schemas Pet, NewPet, PetStatus and Error', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('has the component schemas Pet, NewPet, PetStatus and Error', async () => {
+      const { doc } = await shared()
       for (const name of ['Pet', 'NewPet', 'PetStatus', 'Error']) assert.ok(doc.components.schemas[name], `components.schemas.${name}`)
       assert.deepEqual(doc.components.schemas.PetStatus?.enum, ['available', 'pending', 'sold'])
     })
 
-    test('Error has exactly the properties code, message and status, all required, and nothing else', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('Error has exactly the properties code, message and status, all required, and nothing else', async () => {
+      const { doc } = await shared()
       const error = deref(doc, doc.components.schemas.Error)
       assert.equal(error.type, 'object')
       assert.deepEqual(Object.keys(error.properties as Schema).sort(), ['code', 'message', 'status'])
@@ -174,9 +180,8 @@ describe('OpenAPI document', () => {
       assert.equal(error.additionalProperties, false)
     })
 
-    test('every component schema has examples, and each example validates against its schema', async (t) => {
-      const { doc } = await fetchDocument(t)
-      const { validatorAt, errorsText } = documentValidator(doc)
+    test('every component schema has examples, and each example validates against its schema', async () => {
+      const { doc, validator: { validatorAt, errorsText } } = await shared()
       const missing: string[] = []
       for (const [name, schema] of Object.entries(doc.components.schemas)) {
         const examples = schema.examples
@@ -191,15 +196,15 @@ describe('OpenAPI document', () => {
       assert.deepEqual(missing, [], `component schemas without examples: ${missing.join(', ')}`)
     })
 
-    test('every $ref points at something in the document', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('every $ref points at something in the document', async () => {
+      const { doc } = await shared()
       const refs = allRefs(doc)
       assert.ok(refs.length > 0)
       for (const ref of refs) assert.notEqual(atPointer(doc, ref), undefined, `dangling $ref ${ref}`)
     })
 
-    test('describes every response header with a bounded string schema, shared ones as components', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('describes every response header with a bounded string schema, shared ones as components', async () => {
+      const { doc } = await shared()
       const headers: string[] = []
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const method of HTTP_METHODS) {
@@ -219,8 +224,8 @@ describe('OpenAPI document', () => {
       assert.deepEqual(Object.keys(doc.components.headers ?? {}).sort(), ['Deprecation', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'Sunset', 'WWW-Authenticate'])
     })
 
-    test('every keyed operation documents 429 rate_limited with Retry-After and the RateLimit fields, and 503 with Retry-After', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('every keyed operation documents 429 rate_limited with Retry-After and the RateLimit fields, and 503 with Retry-After', async () => {
+      const { doc } = await shared()
       for (const operation of ['GET /pets', 'POST /pets', 'GET /pets/{petId}', 'GET /store/orders']) {
         const [method = '', path = ''] = operation.split(' ')
         const { responses } = operationOf(doc, method, path)
@@ -241,9 +246,8 @@ describe('OpenAPI document', () => {
       }
     })
 
-    test('gives every parameter an example that its schema accepts, but the cursor, which only this server can write', async (t) => {
-      const { doc } = await fetchDocument(t)
-      const { validatorAt, errorsText } = documentValidator(doc)
+    test('gives every parameter an example that its schema accepts, but the cursor, which only this server can write', async () => {
+      const { doc, validator: { validatorAt, errorsText } } = await shared()
       // The reference page fills each parameter with its example: a cursor signed by some other secret would be refused.
       const withoutExample = new Set(['GET /pets parameter cursor'])
       for (const [path, item] of Object.entries(doc.paths)) {
@@ -260,9 +264,8 @@ describe('OpenAPI document', () => {
       }
     })
 
-    test('gives every error response its own examples: each an Error of that status, none repeated under another status', async (t) => {
-      const { doc } = await fetchDocument(t)
-      const { validatorAt, errorsText } = documentValidator(doc)
+    test('gives every error response its own examples: each an Error of that status, none repeated under another status', async () => {
+      const { doc, validator: { validatorAt, errorsText } } = await shared()
       const validateError = validatorAt('components', 'schemas', 'Error')
       assert.ok(validateError)
       for (const [path, item] of Object.entries(doc.paths)) {
@@ -286,8 +289,8 @@ describe('OpenAPI document', () => {
       }
     })
 
-    test('refers to NewPet for the create body and has no component that nothing uses', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('refers to NewPet for the create body and has no component that nothing uses', async () => {
+      const { doc } = await shared()
       assert.deepEqual(operationOf(doc, 'POST', '/pets').requestBody?.content['application/json']?.schema, { $ref: '#/components/schemas/NewPet' })
       const used = new Set(allRefs({ ...doc, components: undefined }))
       for (const ref of [...used]) for (const inner of allRefs(atPointer(doc, ref))) used.add(inner)
@@ -297,8 +300,8 @@ describe('OpenAPI document', () => {
       assert.deepEqual(unused, [])
     })
 
-    test('states the int64 bounds digit for digit, a licence and a contact', async (t) => {
-      const { app } = await buildTestApp(t)
+    test('states the int64 bounds digit for digit, a licence and a contact', async () => {
+      const { testApp: { app } } = await shared()
       const text = (await app.inject({ url: '/v1/openapi.json' })).body
       assert.ok(text.includes('"minimum":-9223372036854775808'), 'the smallest int64')
       assert.ok(text.includes('"maximum":9223372036854775807'), 'the largest int64')
@@ -309,16 +312,16 @@ describe('OpenAPI document', () => {
       assert.equal(deref(doc, doc.components.schemas.Pets).maxItems, 100)
     })
 
-    test('is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)', async (t) => {
-      const { doc } = await fetchDocument(t)
+    test('is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)', async () => {
+      const { doc } = await shared()
       const validator = new Validator()
       const result = await validator.validate(structuredClone(doc) as unknown as Record<string, unknown>)
       assert.ok(result.valid, JSON.stringify(result.errors, null, 2))
       assert.equal(validator.version, '3.1')
     })
 
-    test('lists exactly the operations the server serves under /v1', async (t) => {
-      const { doc, testApp: { app, auth } } = await fetchDocument(t)
+    test('lists exactly the operations the server serves under /v1', async () => {
+      const { doc, testApp: { app, auth } } = await shared()
       assert.deepEqual(documentedOperations(doc), EXPECTED_OPERATIONS)
       const created = await app.inject({ method: 'POST', url: '/v1/pets', headers: { ...auth, ...json }, payload: { name: 'Rex', categoryId: 1 } })
       assert.equal(created.statusCode, 201, created.body)

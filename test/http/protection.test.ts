@@ -5,15 +5,18 @@ import assert from 'node:assert/strict'
 import { pino } from 'pino'
 import { shedsFor } from '../../src/http/steps/load-shedding.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, createTestKey, METRICS_AUTH, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
+import { buildTestApp, createTestKey, METRICS_AUTH, perSuite, TEST_DEFAULTS, buildServedApp } from '../helpers/build-app.js'
 import { logLineSink } from '../helpers/log-lines.js'
 import { redisAvailable, REDIS_URL } from '../helpers/redis.js'
 import { routePaths } from '../helpers/routes.js'
 import { openRawConnection, startServer, stoppedListening } from '../helpers/start-server.js'
 
+/** The app of the default configuration, for the tests that only look at what it answers. */
+const defaultApp = perSuite(async (scope) => await buildTestApp(scope))
+
 describe('rate limiting', () => {
-  test('is off by default: no RateLimit headers', async (t) => {
-    const { app, auth } = await buildTestApp(t)
+  test('is off by default: no RateLimit headers', async () => {
+    const { app, auth } = await defaultApp()
     const response = await app.inject({ url: '/v1/pets', headers: auth })
     assert.equal(response.headers.ratelimit, undefined)
     assert.equal(response.headers['ratelimit-policy'], undefined)
@@ -184,8 +187,8 @@ describe('load shedding', () => {
 })
 
 describe('CORS', () => {
-  test('is off by default: no Access-Control-Allow-Origin even for a browser origin', async (t) => {
-    const { app, auth } = await buildTestApp(t)
+  test('is off by default: no Access-Control-Allow-Origin even for a browser origin', async () => {
+    const { app, auth } = await defaultApp()
     const response = await app.inject({ url: '/v1/pets', headers: { ...auth, origin: 'https://evil.example' } })
     assert.equal(response.headers['access-control-allow-origin'], undefined)
   })
@@ -235,8 +238,8 @@ describe('slow clients', () => {
 })
 
 describe('surface', () => {
-  test('every response says nosniff and names no framework or version', async (t) => {
-    const { app, auth } = await buildTestApp(t)
+  test('every response says nosniff and names no framework or version', async () => {
+    const { app, auth } = await defaultApp()
     for (const [url, headers] of [['/v1/pets', auth], ['/v1/nope', auth], ['/v1/pets', {}], ['/docs', {}], ['/healthz', {}], ['/v1/openapi.json', {}]] as const) {
       const response = await app.inject({ url, headers })
       assert.equal(response.headers['x-content-type-options'], 'nosniff', url)
@@ -245,8 +248,8 @@ describe('surface', () => {
     }
   })
 
-  test('outside /v1 the server answers only / (a redirect to /docs), /docs, /healthz, /readyz, /metrics and the developer portal under /portal', async (t) => {
-    const { app } = await buildTestApp(t)
+  test('outside /v1 the server answers only / (a redirect to /docs), /docs, /healthz, /readyz, /metrics and the developer portal under /portal', async () => {
+    const { app } = await defaultApp()
     await app.ready()
     const outside = routePaths(app.printRoutes({ commonPrefix: false })).filter((path) => !path.startsWith('/v1'))
     const underPrefix = (path: string, prefix: string): boolean => path === prefix || path.startsWith(`${prefix}/`)
