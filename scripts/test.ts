@@ -35,6 +35,8 @@ const SLOWEST_SHOWN = 12
  */
 const SLOWEST_FIRST = [
   'test/http/portal.test.ts',
+  'test/http/portal-throttling.test.ts',
+  'test/http/portal-pages.test.ts',
   'test/cli/key-lifecycle.test.ts',
   'test/replication/replica-reads.test.ts',
   'test/replication/failover.test.ts',
@@ -43,8 +45,7 @@ const SLOWEST_FIRST = [
   'test/cli/cli.test.ts',
   'test/e2e/portal.e2e.test.ts',
   'test/e2e/reference.e2e.test.ts',
-  'test/http/fuzz-portal.test.ts',
-  'test/http/create-pet.test.ts'
+  'test/http/fuzz-portal.test.ts'
 ]
 
 /** The *.test.ts files under a folder of the project, relative to the root, sorted. */
@@ -82,17 +83,38 @@ function generated (): string {
 
 const importOf = (file: string): string => `await import(${JSON.stringify(pathToFileURL(join(root, file)).href)})\n`
 
-/** The HTTP suites as files that run them on PostgreSQL; none when PostgreSQL is skipped. */
-async function onPostgres (suites: string[]): Promise<string[]> {
+/**
+ * Suites that keep a process of their own besides the slowest: tracing's registers the process's tracer and context
+ * manager, and the portal's time and queue password checks, which another suite's hashing would skew.
+ */
+const ALONE = /portal|two-step|mail|sandbox|tracing/
+
+/**
+ * The HTTP suites as test processes on one engine. Loading the app's modules through tsx costs a process
+ * about 4 s of CPU, more than most suites' own tests take: the light suites run in `concurrency` processes
+ * between them, one suite after another in each; the slow ones (SLOWEST_FIRST) and those ALONE names have one each.
+ * On PostgreSQL a process is a generated file that sets TEST_ENGINE first; none when PostgreSQL is skipped.
+ */
+async function httpProcesses (suites: string[], engine: 'sqlite' | 'postgres'): Promise<string[]> {
   // Throws under CI=true when PostgreSQL does not answer; otherwise says loudly that the run is skipped.
-  if (!await postgresAvailable()) return []
-  return suites.map((suite) => {
+  if (engine === 'postgres' && !await postgresAvailable()) return []
+  const prelude = engine === 'postgres' ? "process.env.TEST_ENGINE = 'postgres'\n" : ''
+  const alone = suites.filter((suite) => SLOWEST_FIRST.includes(suite) || ALONE.test(suite))
+  const light = suites.filter((suite) => !alone.includes(suite))
+  const processes = alone.map((suite) => {
+    if (engine === 'sqlite') return suite
     const file = join(generated(), 'on-postgres', suite)
     mkdirSync(dirname(file), { recursive: true })
-    writeFileSync(file, `process.env.TEST_ENGINE = 'postgres'\n${importOf(suite)}`)
+    writeFileSync(file, prelude + importOf(suite))
     suiteOf.set(file, suite)
     return file
   })
+  for (let group = 0; group < Math.min(concurrency, light.length); group++) {
+    const file = join(generated(), `http-suites-${engine}-${group + 1}.mjs`)
+    writeFileSync(file, prelude + light.filter((_, at) => at % concurrency === group).map(importOf).join(''))
+    processes.push(file)
+  }
+  return processes
 }
 
 /**
@@ -122,11 +144,11 @@ let files: string[]
 // time waiting on processes, syncs and sockets, and the checks fill those gaps. Their findings are printed at the end.
 let checks: Promise<string[]> = Promise.resolve([])
 if (fast) {
-  files = [...http, ...unit]
+  files = [...await httpProcesses(http, 'sqlite'), ...unit]
 } else {
   checks = Promise.all([check('npx', ['tsc', '--noEmit', '-p', '.']), check('npx', ['eslint', '.'])])
   const others = testFiles('test').filter((file) => !file.startsWith(join('test', 'http')))
-  files = [...others, ...http, ...await onPostgres(http), ...unit]
+  files = [...others, ...await httpProcesses(http, 'sqlite'), ...await httpProcesses(http, 'postgres'), ...unit]
 }
 files = slowestFirst(files.map((file) => resolve(root, file)))
 
