@@ -74,8 +74,10 @@ const STEP_FUNCTIONS: Record<string, string> = {
 const PIPELINE_ANSWER_CALLS = new Set(['write', 'finish', 'handOver', ...Object.keys(STEP_FUNCTIONS)])
 const NODE_HTTP = 'Node: HTTP parser, request and response objects, after the write'
 
-/** The bundle's source map: which package or source file a frame of dist/cli/main.js comes from. */
-const sourceMap = new SourceMap(JSON.parse(readFileSync(`${CLI}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0])
+/** The server bundle, which `serve` loads: every frame of a request's work is in it. */
+const SERVER = '/dist/cli/server.js'
+/** The server bundle's source map: which package or source file a frame of it comes from. */
+const sourceMap = new SourceMap(JSON.parse(readFileSync(join(root, `${SERVER}.map`), 'utf8')) as ConstructorParameters<typeof SourceMap>[0])
 const sources = new Map<string, string>()
 function sourceOf (frame: CallFrame): string {
   const at = `${frame.lineNumber}:${frame.columnNumber}`
@@ -93,7 +95,7 @@ const ASYNC_CONTEXT = 'tracing: async context (AsyncLocalStorage, promise hooks)
 function tracingAreaOf (stack: CallFrame[]): string | undefined {
   for (const frame of stack) {
     if (frame.url === 'node:async_hooks' || frame.url === 'node:internal/async_hooks') return ASYNC_CONTEXT
-    if (!frame.url.endsWith('/dist/cli/main.js')) continue
+    if (!frame.url.endsWith(SERVER)) continue
     const source = sourceOf(frame)
     if (source.includes('/context-async-hooks/')) return ASYNC_CONTEXT
     if (/\/(otlp-|exporter-trace-otlp)/.test(source) || (/\/sdk-trace(-base)?\//.test(source) && /BatchSpanProcessor/.test(source))) return 'tracing: span export (batch processor, OTLP JSON, HTTP)'
@@ -121,7 +123,7 @@ function areaOf (stack: CallFrame[]): string {
     if (/^(Pipeline|Redis|Command|DataHandler)\b/.test(frame.functionName)) return 'Redis client (rate limits shared)'
   }
   if (stack.some((frame) => frame.functionName === 'handleRequest')) return 'pipeline: the loop over the steps, writing the answer'
-  if (stack.some((frame) => frame.url.endsWith('main.js'))) return 'service: timers and other work outside requests'
+  if (stack.some((frame) => frame.url.endsWith(SERVER) || frame.url.endsWith('/dist/cli/main.js'))) return 'service: timers and other work outside requests'
   return NODE_HTTP
 }
 
@@ -150,7 +152,7 @@ function createAreaOf (stack: CallFrame[]): string {
   for (const frame of stack) {
     if (frame.url.includes('/better-sqlite3/')) return 'create: SQLite insert and commit (pet-writes.ts, better-sqlite3)'
     if (frame.url.endsWith('/bench/ceiling-server.mjs')) return 'ceiling: its own code (batching, the log append)'
-    if (!frame.url.endsWith('/dist/cli/main.js')) continue
+    if (!frame.url.endsWith(SERVER)) continue
     const source = sourceOf(frame)
     const found = CREATE_SOURCES.find(([pattern]) => pattern.test(source))
     if (found !== undefined) return found[1]
