@@ -8,25 +8,11 @@ import { appendAuditEvent } from '../../src/services/audit-trail.js'
 import type { ApiKeyRow, Store } from '../../src/storage/store.js'
 import { buildServedApp, suiteTestApp, TEST_DEFAULTS } from '../helpers/build-app.js'
 import { assertNoInlineCode, assertPortalHeaders, csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
+import { apiStatus, msUntilRefused } from '../helpers/portal-app.js'
 
 const PASSWORD = TEST_PASSWORD
 
-async function apiStatus (app: FastifyInstance, key: string): Promise<number> {
-  return (await app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${key}` } })).statusCode
-}
-
-/** Polls until the key is refused; returns how long that took. */
-async function msUntilRefused (app: FastifyInstance, key: string, since: number): Promise<number> {
-  for (;;) {
-    const status = await apiStatus(app, key)
-    if (status === 401) return performance.now() - since
-    assert.equal(status, 200)
-    if (performance.now() - since > 5000) assert.fail('the revoked key was still accepted after 5 s')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
-/* The portal's keys beyond generating and revoking them; sign-up, log-in, CSRF, throttling and the surface are in portal.test.ts. */
+/* The portal's keys beyond generating and revoking them (portal-pages.test.ts); sign-up, log-in and CSRF: portal.test.ts. */
 
 describe('developer portal: scopes, expiry, rolling, usage and events', { concurrency: 4 }, () => {
   const DAY_MS = 86_400_000
