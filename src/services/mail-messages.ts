@@ -1,4 +1,6 @@
 import { escapeHtml } from '../core/html.js'
+import { RESET_TOKEN_TTL_MS, VERIFY_TOKEN_TTL_MS } from '../core/link-tokens.js'
+import { spanText } from '../core/span-text.js'
 import type { NewMail } from '../storage/store.js'
 
 /** Where the links of messages point: the portal's public origin. */
@@ -56,7 +58,7 @@ export function verificationMail (links: MailLinks, recipient: string, token: st
     recipient,
     kind: 'verify_email',
     subject: 'Verify your email address for Animal Store',
-    lines: ['Someone signed up for the Animal Store developer portal with this email address.', 'Verify it to generate API keys. The link works once, for 24 hours.'],
+    lines: ['Someone signed up for the Animal Store developer portal with this email address.', `Verify it to generate API keys. The link works once, for ${spanText(VERIFY_TOKEN_TTL_MS)}.`],
     action: 'Verify your email address',
     link: `${links.base}/portal/verify?token=${token}`,
     footer: 'If you did not sign up, ignore this message: nothing happens without the link.'
@@ -68,7 +70,7 @@ export function resetMail (links: MailLinks, recipient: string, token: string): 
     recipient,
     kind: 'reset_password',
     subject: 'Reset your Animal Store password',
-    lines: ['Someone asked to reset the password of the Animal Store developer portal account with this email address.', 'The link works once, for 1 hour.'],
+    lines: ['Someone asked to reset the password of the Animal Store developer portal account with this email address.', `The link works once, for ${spanText(RESET_TOKEN_TTL_MS)}.`],
     action: 'Choose a new password',
     link: `${links.base}/portal/reset?token=${token}`,
     footer: 'If you did not ask, ignore this message: your password stays as it is.'

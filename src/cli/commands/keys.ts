@@ -5,7 +5,8 @@ import { createApiKey, durationOrFail, resetSandboxOf, expiryOrFail, keyUsageSin
 import { USAGE_KEPT_DAYS } from '../../services/usage-recorder.js'
 import type { ApiKeyRow, Store, UsageCount, UsageOutcome } from '../../storage/store.js'
 import { CliError, type CliContext, type Command } from '../context.js'
-import { integerOption, iso, spanText, table } from '../format.js'
+import { spanText } from '../../core/span-text.js'
+import { integerOption, iso, table } from '../format.js'
 import { mailLinksOf } from '../../services/mail-messages.js'
 import { withStore } from '../with-store.js'
 

@@ -3,7 +3,8 @@ import { ApiError, errors } from '../../core/errors.js'
 import { parsePositiveInt64Number } from '../../core/int64.js'
 import { figure, MAX_BODY_BYTES, PAGE_SIZE } from '../../core/limits.js'
 import { MAX_PET_ID, petToJson } from '../../core/pets.js'
-import { parseIdempotencyKey } from '../../core/idempotency.js'
+import { IDEMPOTENCY_KEY_TTL_MS, parseIdempotencyKey } from '../../core/idempotency.js'
+import { spanText } from '../../core/span-text.js'
 import type { Scope } from '../../core/api-keys.js'
 import type { IdempotencyKeys } from '../../services/idempotency-keys.js'
 import type { PetCatalog } from '../../services/pet-catalog.js'
@@ -113,7 +114,7 @@ const CREATE_PET_SCHEMA = requiresScope('animals:write', {
   operationId: 'createPet',
   summary: 'Add an animal',
   description: 'The body must be a JSON object with exactly the fields of NewPet, sent as `Content-Type: application/json` of at most ' + figure(MAX_BODY_BYTES) + ' bytes. No type coercion: `"5"` is not an integer.\n\n' +
-    'Addition to the specification: with an `Idempotency-Key` header (IETF httpapi draft), a retry with the same key and the same animal returns the first response (status, body, `Location`) without creating a second animal, on any instance. The same key with another animal gets 422; while the first request with a key is still in flight, another gets 409. Keys belong to the API key that sent them and are kept 24 hours.',
+    `Addition to the specification: with an \`Idempotency-Key\` header (IETF httpapi draft), a retry with the same key and the same animal returns the first response (status, body, \`Location\`) without creating a second animal, on any instance. The same key with another animal gets 422; while the first request with a key is still in flight, another gets 409. Keys belong to the API key that sent them and are kept ${spanText(IDEMPOTENCY_KEY_TTL_MS)}.`,
   tags: ['animals'],
   headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKeyHeaderSchema) }),
   body: NewPetRef,

@@ -1,4 +1,6 @@
 import { html } from '../../core/html.js'
+import { VERIFY_TOKEN_TTL_MS } from '../../core/link-tokens.js'
+import { spanText } from '../../core/span-text.js'
 import { MIN_PASSWORD_LENGTH } from '../../core/passwords.js'
 import { csrfField, describedBy, formMessage, page, type AssetUrls } from './layout.js'
 
@@ -58,7 +60,7 @@ export function checkEmailPage ({ assets, email }: { assets: AssetUrls, email: s
     title: 'Check your email',
     assets,
     main: html`<h1>Check your email</h1>
-<p class="message notice" role="status">We sent a link to ${email}. Follow it to verify your email address, then log in. The link works once, for 24 hours.</p>
+<p class="message notice" role="status">We sent a link to ${email}. Follow it to verify your email address, then log in. The link works once, for ${spanText(VERIFY_TOKEN_TTL_MS)}.</p>
 <p>If this address already has an account, the message says so instead: log in, or choose a new password if you forgot it.</p>
 <p><a href="/portal/login">Log in</a></p>`
   })

@@ -1,10 +1,12 @@
 import { html } from '../../core/html.js'
+import { RESET_TOKEN_TTL_MS, VERIFY_TOKEN_TTL_MS } from '../../core/link-tokens.js'
+import { spanText } from '../../core/span-text.js'
 import { MIN_PASSWORD_LENGTH } from '../../core/passwords.js'
 import type { AccountRow } from '../../storage/store.js'
 import { csrfField, describedBy, formMessage, page, type AssetUrls } from './layout.js'
 
 /** What every answer to the forgot-password form says, whether or not the email has an account. */
-export const RESET_SENT = 'If an account has this email address, a link to choose a new password is on its way to it. The link works once, for 1 hour.'
+export const RESET_SENT = `If an account has this email address, a link to choose a new password is on its way to it. The link works once, for ${spanText(RESET_TOKEN_TTL_MS)}.`
 
 export function forgotPasswordPage ({ assets, csrfToken, email, error, notice }: { assets: AssetUrls, csrfToken: string, email?: string | undefined, error?: string | undefined, notice?: string | undefined }): string {
   return page({
@@ -57,7 +59,7 @@ export function emailVerifiedPage ({ assets, session }: { assets: AssetUrls, ses
 export function verifyFirstSection (account: AccountRow, csrfToken: string) {
   return html`<section aria-labelledby="verify-heading" id="verify-first">
   <h2 id="verify-heading">Verify your email address</h2>
-  <p>Before you can generate or roll keys, follow the link we mailed to ${account.email}. The link works for 24 hours.</p>
+  <p>Before you can generate or roll keys, follow the link we mailed to ${account.email}. The link works for ${spanText(VERIFY_TOKEN_TTL_MS)}.</p>
   <form method="post" action="/portal/keys/verification">
     ${csrfField(csrfToken)}
     <button type="submit">Send the link again</button>
