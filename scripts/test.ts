@@ -85,9 +85,11 @@ const importOf = (file: string): string => `await import(${JSON.stringify(pathTo
 
 /**
  * Suites that keep a process of their own besides the slowest: tracing's registers the process's tracer and context
- * manager, and the portal's time and queue password checks, which another suite's hashing would skew.
+ * manager, and the portal suites that hash at the default cost time password checks, fill their queue or flood a
+ * server with them, which another suite's work in the same process would skew. The other portal suites hash at the
+ * tests' low cost and share processes with the light suites.
  */
-const ALONE = /portal|two-step|mail|sandbox|tracing/
+const ALONE = /tracing|portal\.test|portal-throttling|portal-flood/
 
 /**
  * The HTTP suites as test processes on one engine. Loading the app's modules through tsx costs a process

@@ -1,4 +1,5 @@
 import { Type, type Static, type TArray, type TInteger, type TSchema, type TString, type TUndefined, type TUnion } from 'typebox'
+import { HASH_COST_BOUNDS, SCRYPT_PARAMS } from './core/passwords.js'
 
 export type StorageLocation =
   | { engine: 'sqlite', path: string }
@@ -127,6 +128,11 @@ export const ConfigSchema = Type.Object({
   }),
   mailFrom: Type.String({ env: 'MAIL_FROM', default: 'Animal Store <no-reply@localhost>', accepts: 'an address, optionally with a name', description: 'sender (`From`) of every message' }),
   mailGiveUpAfterMs: integer(1000, 7 * 86_400_000, 86_400_000, { env: 'MAIL_GIVE_UP_AFTER_MS', description: 'a message still not sent this long after it was written is marked `failed` in the outbox (retries back off exponentially until then)' }),
+  passwordHashCost: integer(HASH_COST_BOUNDS.min, HASH_COST_BOUNDS.max, SCRYPT_PARAMS.logN, {
+    env: 'PASSWORD_HASH_COST',
+    description: 'scrypt\'s cost N as a power of two (r=8, p=1): each step doubles a password check\'s CPU time and memory (`17`: about 128 MiB); hashes made at another cost are remade at the account\'s next log-in',
+    guide: { title: 'Password hashing', href: '#password-hashing' }
+  }),
   trustProxy: list({
     env: 'TRUST_PROXY',
     accepts: 'comma-separated IPs or CIDR ranges (or `loopback`, `linklocal`, `uniquelocal`)',

@@ -33,6 +33,7 @@ test('loadConfig applies the documented defaults', () => {
     smtpUrl: undefined,
     mailFrom: 'Animal Store <no-reply@localhost>',
     mailGiveUpAfterMs: 86_400_000,
+    passwordHashCost: 17,
     trustProxy: [],
     otelEndpoint: undefined,
     otelTracesEndpoint: undefined,
@@ -40,6 +41,19 @@ test('loadConfig applies the documented defaults', () => {
     otelTracesSampler: 'parentbased_always_on',
     otelTracesSamplerArg: undefined
   })
+})
+
+test('PASSWORD_HASH_COST is scrypt\'s log2 N from 12 to 20, OWASP\'s 17 by default; anything else is refused naming the bounds', () => {
+  assert.equal(loadConfig({}).passwordHashCost, 17)
+  assert.equal(loadConfig({ PASSWORD_HASH_COST: '12' }).passwordHashCost, 12)
+  assert.equal(loadConfig({ PASSWORD_HASH_COST: '20' }).passwordHashCost, 20)
+  for (const value of ['11', '21', '17.5', 'high', '-17']) {
+    assert.throws(() => loadConfig({ PASSWORD_HASH_COST: value }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      assert.deepEqual(error.problems, [`PASSWORD_HASH_COST="${value}" is invalid: expected an integer from 12 to 20`])
+      return true
+    })
+  }
 })
 
 test('loadConfig reads the OpenTelemetry variables: collector URLs, sampler and ratio', () => {

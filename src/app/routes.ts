@@ -1,6 +1,7 @@
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
+import { scryptParamsAt } from '../core/passwords.js'
 import { ApiRoutes } from '../http/api-routes.js'
 import { describeApi, documentJson } from '../http/plugins/openapi.js'
 import { docsRoutes } from '../http/routes/docs.js'
@@ -37,5 +38,5 @@ export async function registerFrameworkRoutes (app: FastifyInstance, { config, s
   if (config.metricsEnabled && config.metricsToken !== undefined) await app.register(metricsRoutes, { metrics, token: config.metricsToken })
   // Debug, not info: most first runs need no metrics, and the start-up stays one line.
   else if (config.metricsEnabled) log.debug('GET /metrics is off: set METRICS_TOKEN to a secret of 16 or more characters to serve it to scrapers that send that token')
-  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl, links: mailLinksOf(config), sandbox })
+  await app.register(portalRoutes, { prefix: '/portal', store, publicBaseUrl: config.publicBaseUrl, links: mailLinksOf(config), sandbox, passwordParams: scryptParamsAt(config.passwordHashCost) })
 }

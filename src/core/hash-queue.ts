@@ -1,6 +1,6 @@
 /**
  * The rules of the portal's password-hash queue, one per instance (src/portal/password.ts).
- * Each scrypt takes 128 MiB and a thread-pool thread for a few hundred milliseconds, so few run
+ * Each scrypt takes 128 MiB and a thread-pool thread for a few hundred milliseconds (at the default cost), so few run
  * at once and few clients are admitted; what is refused gets 429 with a wait, and the rules
  * below make that wait fair to the patient:
  *

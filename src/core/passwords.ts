@@ -11,12 +11,25 @@ export interface ScryptParams {
   p: number
 }
 
-/** OWASP Password Storage Cheat Sheet (2025): scrypt with N=2^17, r=8, p=1, a 16-byte salt. */
+/**
+ * OWASP Password Storage Cheat Sheet (2025): scrypt with N=2^17, r=8, p=1, a 16-byte salt. Its N is
+ * PASSWORD_HASH_COST's default; an operator may set another (scryptParamsAt).
+ */
 export const SCRYPT_PARAMS: Readonly<ScryptParams> = Object.freeze({ logN: 17, r: 8, p: 1 })
+/**
+ * The costs (log2 N) PASSWORD_HASH_COST accepts: 2^12 (4 MiB a hash) for memory-limited containers and
+ * tests, up to 2^20 (1 GiB), the most a stored hash may ask for.
+ */
+export const HASH_COST_BOUNDS = Object.freeze({ min: 12, max: 20 })
 const SALT_BYTES = 16
 const KEY_BYTES = 32
 /** Bounds on parameters read back from the database, so a damaged row cannot ask for unbounded work. */
-const LIMITS = { logN: [10, 20], r: [1, 32], p: [1, 16] } as const
+const LIMITS = { logN: [10, HASH_COST_BOUNDS.max], r: [1, 32], p: [1, 16] } as const
+
+/** The parameters hashes are made and checked at for a cost (log2 N): OWASP's r and p, N = 2^logN. */
+export function scryptParamsAt (logN: number): Readonly<ScryptParams> {
+  return Object.freeze({ ...SCRYPT_PARAMS, logN })
+}
 
 /**
  * scrypt needs 128·r·(N+2) bytes for V plus 128·r·p for B (128 MiB at the OWASP
@@ -66,10 +79,10 @@ export function parseScryptHash (encoded: string): ScryptHash | undefined {
   return { params, salt: Buffer.from(match[4] ?? '', 'base64'), key: Buffer.from(match[5] ?? '', 'base64') }
 }
 
-/** True when the hash was made with other parameters than today's: rehash it at the next successful log-in. */
-export function needsRehash (encoded: string): boolean {
+/** True when the hash was made with other parameters than the configured ones: rehash it at the next successful log-in. */
+export function needsRehash (encoded: string, params: ScryptParams): boolean {
   const parsed = parseScryptHash(encoded)
-  return parsed === undefined || parsed.params.logN !== SCRYPT_PARAMS.logN || parsed.params.r !== SCRYPT_PARAMS.r || parsed.params.p !== SCRYPT_PARAMS.p
+  return parsed === undefined || parsed.params.logN !== params.logN || parsed.params.r !== params.r || parsed.params.p !== params.p
 }
 
 function deriveKey (password: string, salt: Buffer, params: ScryptParams, length: number): Promise<Buffer> {
@@ -79,20 +92,20 @@ function deriveKey (password: string, salt: Buffer, params: ScryptParams, length
   })
 }
 
-/** A PHC scrypt string for the password, with a fresh random salt. */
-export async function hashPassword (password: string, params: ScryptParams = SCRYPT_PARAMS): Promise<string> {
+/** A PHC scrypt string for the password at the parameters, with a fresh random salt. */
+export async function hashPassword (password: string, params: ScryptParams): Promise<string> {
   const salt = randomBytes(SALT_BYTES)
   return encodeScryptHash({ params, salt, key: await deriveKey(password, salt, params, KEY_BYTES) })
 }
 
 /**
  * Whether the password matches the PHC string, compared in constant time. An unreadable
- * string costs the same work as a real one and never matches.
+ * string costs the same work as a real one made at `params` (the configured ones) and never matches.
  */
-export async function verifyPassword (password: string, encoded: string): Promise<boolean> {
+export async function verifyPassword (password: string, encoded: string, params: ScryptParams): Promise<boolean> {
   const parsed = parseScryptHash(encoded)
   if (parsed === undefined) {
-    await deriveKey(password, randomBytes(SALT_BYTES), SCRYPT_PARAMS, KEY_BYTES)
+    await deriveKey(password, randomBytes(SALT_BYTES), params, KEY_BYTES)
     return false
   }
   const candidate = await deriveKey(password, parsed.salt, parsed.params, parsed.key.length)

@@ -103,7 +103,7 @@ export async function logIn (store: Store, hasher: PasswordHasher, devices: Devi
     if (device === undefined) await store.loginAttempts.clear(account)
     await store.loginAttempts.forgive(address)
     await store.loginAttempts.deleteStaleBefore(new Date(now.getTime() - LOGIN_THROTTLE.forgetAfterMs))
-    if (needsRehash(credentials.passwordHash)) await store.accounts.setPasswordHash(credentials.accountId, await passwords.hash(input.password))
+    if (needsRehash(credentials.passwordHash, hasher.params)) await store.accounts.setPasswordHash(credentials.accountId, await passwords.hash(input.password))
     const deviceCookie = newDeviceCookie(devices.secret, input.email, now)
     // The log-in is recorded once its code is accepted.
     if ((await store.twoStep.find(credentials.accountId))?.enabledAt != null) return { outcome: 'second_step', accountId: credentials.accountId, deviceCookie }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { afterRefusal, HASH_QUEUE, rememberForMs, waitLeftMs, type Backoff, type PasswordCheckKind } from '../core/hash-queue.js'
 import { addressBucket, networkPrefix } from '../core/login-throttle.js'
-import { encodeScryptHash, hashPassword, SCRYPT_PARAMS, verifyPassword } from '../core/passwords.js'
+import { encodeScryptHash, hashPassword, verifyPassword, type ScryptParams } from '../core/passwords.js'
 import { inChildSpan } from '../services/tracing.js'
 
 /** What a hash is assumed to take until one has been timed. */
@@ -33,13 +33,6 @@ export interface PasswordWork {
 }
 
 /**
- * Compared against when the email has no account, or an account without a password, so
- * those log-ins cost the same work and take the same time as a wrong password. Random,
- * so no password matches it.
- */
-const DUMMY_HASH = encodeScryptHash({ params: { ...SCRYPT_PARAMS }, salt: randomBytes(16), key: randomBytes(32) })
-
-/**
  * Hashes and checks portal passwords with scrypt, a few at a time per instance, fairly: each
  * client (an address bucket) holds at most one place, places are few and kept in part for
  * log-ins and known browsers, so the queue stays short and one client sending many requests at
@@ -48,6 +41,12 @@ const DUMMY_HASH = encodeScryptHash({ params: { ...SCRYPT_PARAMS }, salt: random
  * (src/core/hash-queue.ts).
  */
 export class PasswordHasher {
+  /**
+   * Compared against when the email has no account, or an account without a password, so
+   * those log-ins cost the same work and take the same time as a wrong password: made at the
+   * configured parameters. Random, so no password matches it.
+   */
+  private readonly dummyHash: string
   private readonly admitted = new Set<string>()
   private readonly backoffs = new LRUCache<string, Backoff>({ max: MAX_REMEMBERED })
   /** Checks running, by kind. */
@@ -56,16 +55,21 @@ export class PasswordHasher {
   private readonly waiting: Array<{ kind: PasswordCheckKind, start: () => void }> = []
   private meanHashMs = FIRST_ESTIMATE_MS
 
+  /** `params`: what every hash is made and checked at (PASSWORD_HASH_COST). */
+  constructor (readonly params: Readonly<ScryptParams>) {
+    this.dummyHash = encodeScryptHash({ params, salt: randomBytes(16), key: randomBytes(32) })
+  }
+
   /** Runs `work` as the client's one password check; throws PasswordHasherBusyError, before `work` starts, when there is no place. */
   async forClient<T> (client: PasswordClient, work: (passwords: PasswordWork) => Promise<T>): Promise<T> {
     const bucket = addressBucket(client.ip)
     this.admit(bucket, client)
     try {
       return await work({
-        hash: async (password) => await inChildSpan('password hash', { 'animal_store.password_check': client.kind }, async () => await this.gated(client.kind, async () => await hashPassword(password))),
+        hash: async (password) => await inChildSpan('password hash', { 'animal_store.password_check': client.kind }, async () => await this.gated(client.kind, async () => await hashPassword(password, this.params))),
         verify: async (password, encoded) => {
           const matches = await inChildSpan('password check', { 'animal_store.password_check': client.kind },
-            async () => await this.gated(client.kind, async () => await verifyPassword(password, encoded ?? DUMMY_HASH)))
+            async () => await this.gated(client.kind, async () => await verifyPassword(password, encoded ?? this.dummyHash, this.params)))
           return matches && encoded !== null
         }
       })

@@ -4,6 +4,7 @@ import formbody from '@fastify/formbody'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { withoutControlCharacters } from '../core/accounts.js'
 import { ApiError } from '../core/errors.js'
+import type { ScryptParams } from '../core/passwords.js'
 import type { MailLinks } from '../services/mail-messages.js'
 import { StoreUnavailableError, type Store } from '../storage/store.js'
 import { PresessionCsrf } from './csrf.js'
@@ -33,6 +34,8 @@ export interface PortalOptions {
   /** Where mailed links point (mailLinksOf). */
   links: MailLinks
   sandbox: PortalContext['sandbox']
+  /** What passwords are hashed and checked at (PASSWORD_HASH_COST). */
+  passwordParams: Readonly<ScryptParams>
 }
 
 /** What every portal page is sent with; no inline script or style anywhere, so the CSP can forbid both. */
@@ -99,7 +102,7 @@ export function sendPortalFrameworkError (error: FastifyError, request: FastifyR
  * OpenAPI document. Cookies and form bodies are parsed here only, so the API keeps its
  * strict JSON body handling.
  */
-export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl, links, sandbox }: PortalOptions): Promise<void> {
+export async function portalRoutes (app: FastifyInstance, options: PortalOptions): Promise<void> {
   await readFormsOnly(app)
   app.addHook('preHandler', async function refuseRepeatedFields (request) {
     const name = repeatedField(request.body, request.routeOptions.config.repeatableFields ?? [])
@@ -110,7 +113,7 @@ export async function portalRoutes (app: FastifyInstance, { store, publicBaseUrl
     return payload
   })
 
-  const ctx = await portalContext(store, publicBaseUrl, links, sandbox)
+  const ctx = await portalContext(options)
   app.setNotFoundHandler(function portalNotFound (_request, reply) {
     return sendErrorPage(ctx, reply, 404, 'Page not found', 'There is no page at this address.')
   })
@@ -145,7 +148,7 @@ async function readFormsOnly (app: FastifyInstance): Promise<void> {
 }
 
 /** The sessions, the CSRF and new-key cookies' secrets (shared by every instance through the database) and the assets. */
-async function portalContext (store: Store, publicBaseUrl: string | undefined, links: MailLinks, sandbox: PortalContext['sandbox']): Promise<PortalContext> {
+async function portalContext ({ store, publicBaseUrl, links, sandbox, passwordParams }: PortalOptions): Promise<PortalContext> {
   const policy = { publicHttps: publicBaseUrl?.startsWith('https:') === true }
   const secret = async (name: string): Promise<string> => await store.setting(name, () => randomBytes(32).toString('base64url'))
   return {
@@ -160,7 +163,7 @@ async function portalContext (store: Store, publicBaseUrl: string | undefined, l
     newKeys: new NewKeyCookie(await secret('portal_new_key_secret'), policy),
     secondStep: new SecondStepCookie(await secret('portal_second_step_secret'), policy),
     totp: { secret: await secret('portal_totp_sealing_secret') },
-    hasher: new PasswordHasher(),
+    hasher: new PasswordHasher(passwordParams),
     assets: loadAssets().urls
   }
 }

@@ -17,7 +17,7 @@ import {
   type Scope
 } from '../core/api-keys.js'
 import { SANDBOX_SEED } from '../core/demo-pets.js'
-import { hashPassword, passwordProblem } from '../core/passwords.js'
+import { hashPassword, passwordProblem, type ScryptParams } from '../core/passwords.js'
 import { KeyLimitError, type AccountRow, type ApiKeyRow, type NewMail, type RevokeResult, type Store } from '../storage/store.js'
 import { DEFAULT_LINKS } from './account-mail.js'
 import { appendAuditEvent, type AuditContext } from './audit-trail.js'
@@ -223,13 +223,13 @@ export async function rollApiKey (store: Store, keyId: string, options: { graceM
 
 /**
  * Sets the password the account logs in to the developer portal with (accounts created
- * by the CLI have none) and ends the account's portal sessions.
+ * by the CLI have none), hashed at `params` (PASSWORD_HASH_COST), and ends the account's portal sessions.
  */
-export async function setAccountPassword (store: Store, input: { email: string, password: string }, context: AuditContext = OPERATOR): Promise<{ account: AccountRow, endedSessions: number }> {
+export async function setAccountPassword (store: Store, input: { email: string, password: string, params: Readonly<ScryptParams> }, context: AuditContext = OPERATOR): Promise<{ account: AccountRow, endedSessions: number }> {
   const problem = controlCharacterProblem('password', input.password) ?? passwordProblem(input.password)
   if (problem !== undefined) throw new AccountsError(problem)
   const account = await accountOrFail(store, input.email)
-  await store.accounts.setPasswordHash(account.id, await hashPassword(input.password), await securityMailFor(store, account.id, { type: 'password_changed' }, context))
+  await store.accounts.setPasswordHash(account.id, await hashPassword(input.password, input.params), await securityMailFor(store, account.id, { type: 'password_changed' }, context))
   await appendAuditEvent(store.audit, 'password_set', context, { accountId: account.id })
   return { account, endedSessions: await store.sessions.deleteByAccount(account.id) }
 }

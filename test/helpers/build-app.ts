@@ -7,11 +7,12 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { inject, type DispatchFunc, type InjectOptions, type Response as LightMyRequestResponse } from 'light-my-request'
 import { pino } from 'pino'
 import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig, type Config } from '../../src/config.js'
 import { createAccount, createApiKey } from '../../src/services/accounts.js'
 import { openPostgresStore } from '../../src/storage/postgres/postgres-store.js'
 import { openSqliteStore } from '../../src/storage/sqlite/sqlite-store.js'
 import type { Store } from '../../src/storage/store.js'
+import { TEST_HASH_COST_ENV } from './password-cost.js'
 import { createTestSchema } from './postgres.js'
 import { TEST_ENGINE } from './test-engine.js'
 
@@ -32,9 +33,10 @@ export interface TestApp {
 
 /**
  * Load shedding answers 503 whenever the event loop stalls, which a busy test machine does at
- * random: off by default in tests, and tested on its own with an explicit threshold.
+ * random: off by default in tests, and tested on its own with an explicit threshold. Passwords are
+ * hashed at the lowest cost (TEST_HASH_COST_ENV).
  */
-export const TEST_DEFAULTS: Record<string, string> = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', METRICS_TOKEN: 'test-metrics-token-0123456789' }
+export const TEST_DEFAULTS: Record<string, string> = { LOAD_SHED_EVENT_LOOP_DELAY_MS: '0', METRICS_TOKEN: 'test-metrics-token-0123456789', ...TEST_HASH_COST_ENV }
 
 /** What a scrape sends for GET /metrics of a test app (TEST_DEFAULTS sets the token: without one /metrics is not served). */
 export const METRICS_AUTH = { authorization: `Bearer ${TEST_DEFAULTS.METRICS_TOKEN ?? ''}` }
@@ -121,23 +123,26 @@ export function injectThroughServer (app: FastifyInstance): FastifyInstance {
 /** buildApp, with app.inject going through the server's request handler (injectThroughServer). */
 export async function buildServedApp (options: Parameters<typeof buildApp>[0]): Promise<FastifyInstance> {
   const app = injectThroughServer(await buildApp(options))
-  STORES.set(app, options.store)
+  BUILT.set(app, options)
   return app
 }
 
-const STORES = new WeakMap<FastifyInstance, Store>()
+const BUILT = new WeakMap<FastifyInstance, { store: Store, config: Readonly<Config> }>()
 
 /** The store a test app was built on: what a test reads the mail outbox of. */
 export function storeOfTestApp (app: FastifyInstance): Store | undefined {
-  return STORES.get(app)
+  return BUILT.get(app)?.store
+}
+
+/** The configuration a test app was built with. */
+export function configOfTestApp (app: FastifyInstance): Readonly<Config> | undefined {
+  return BUILT.get(app)?.config
 }
 
 /** The real application on a fresh SQLite file, with one account and key; use app.inject. Logs nothing unless given a logger. */
 export async function buildTestApp (t: Scope, env: Record<string, string> = {}, logger: FastifyBaseLogger = pino({ level: 'silent' })): Promise<TestApp> {
   const { store, dbPath, databaseUrl } = await openTestStore(t)
-  const app = await buildApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger })
-  injectThroughServer(app)
-  STORES.set(app, store)
+  const app = await buildServedApp({ config: loadConfig({ ...TEST_DEFAULTS, ...env }), store, logger })
   t.after(() => app.close())
   const key = await createTestKey(store)
   return { app, store, key, auth: { authorization: `Bearer ${key}` }, dbPath, databaseUrl }

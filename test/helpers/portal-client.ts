@@ -1,27 +1,33 @@
 import assert from 'node:assert/strict'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { newCsrfToken } from '../../src/core/csrf.js'
-import { hashPassword } from '../../src/core/passwords.js'
+import { hashPassword, scryptParamsAt } from '../../src/core/passwords.js'
 import { hashSessionToken, newSessionToken, sessionExpiry } from '../../src/core/sessions.js'
 import { SESSION_COOKIE } from '../../src/portal/session.js'
 import type { Store } from '../../src/storage/store.js'
-import { storeOfTestApp } from './build-app.js'
+import { configOfTestApp, storeOfTestApp } from './build-app.js'
 import { eventually } from './eventually.js'
+import { TEST_HASH_COST_ENV } from './password-cost.js'
 
 /** The password of the accounts signedUpAs makes. */
 export const TEST_PASSWORD = 'correct horse battery staple'
 
-/** TEST_PASSWORD's scrypt hash, worked out once per process: each hash costs a large fraction of a second of CPU. */
-let testPasswordHash: Promise<string> | undefined
+/** TEST_PASSWORD's scrypt hash at each cost, worked out once per process: at the default, a hash costs a large fraction of a second of CPU. */
+const testPasswordHashes = new Map<number, Promise<string>>()
+
+/** PASSWORD_HASH_COST of the tests' apps and servers, unless a test sets another. */
+const TEST_HASH_COST = Number(TEST_HASH_COST_ENV.PASSWORD_HASH_COST)
 
 /**
  * An account of the email with TEST_PASSWORD, as sign-up leaves it once its email is verified, without
- * hashing a password: the hash is made once per process. For tests whose subject comes after sign-up,
- * including ones that talk to a server in another process on the same database.
+ * hashing a password: the hash is made once per process and cost (the app's PASSWORD_HASH_COST, so that a
+ * log-in does not remake it). For tests whose subject comes after sign-up, including ones that talk to a
+ * server in another process on the same database.
  */
-export async function accountWithTestPassword (store: Store, email: string): Promise<number> {
-  testPasswordHash ??= hashPassword(TEST_PASSWORD)
-  return (await store.accounts.create({ email, name: null, passwordHash: await testPasswordHash })).id
+export async function accountWithTestPassword (store: Store, email: string, cost = TEST_HASH_COST): Promise<number> {
+  let hash = testPasswordHashes.get(cost)
+  if (hash === undefined) testPasswordHashes.set(cost, hash = hashPassword(TEST_PASSWORD, scryptParamsAt(cost)))
+  return (await store.accounts.create({ email, name: null, passwordHash: await hash })).id
 }
 
 /** The path and query of the link in the newest message of that kind to the recipient, read from the outbox. */
@@ -163,7 +169,7 @@ export class PortalClient {
    * sign-up itself (its audit event, device cookie and throttling) is tested with signUp.
    */
   async signedUpAs (store: Store, email: string): Promise<number> {
-    const accountId = await accountWithTestPassword(store, email)
+    const accountId = await accountWithTestPassword(store, email, configOfTestApp(this.app)?.passwordHashCost)
     const token = newSessionToken()
     const now = new Date()
     await store.sessions.create({ tokenHash: hashSessionToken(token), accountId, csrfToken: newCsrfToken(), createdAt: now, expiresAt: sessionExpiry(now, now) })

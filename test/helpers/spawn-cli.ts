@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
+import { TEST_HASH_COST_ENV } from './password-cost.js'
 
 /** The built bin, run as `node dist/cli/main.js` exactly as npm's bin link runs it. */
 export const CLI_PATH = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js')
@@ -25,8 +26,9 @@ export interface CliResult {
   stderr: string
 }
 
+/** The environment of a CLI run on the SQLite file: passwords hashed at the tests' cost (TEST_HASH_COST_ENV). */
 export function cliEnv (dbPath: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...extra }
+  return { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...TEST_HASH_COST_ENV, ...extra }
 }
 
 /** Runs the CLI to completion. */

@@ -7,7 +7,8 @@ import { hashSessionToken } from '../../src/core/sessions.js'
 import { createAccount } from '../../src/services/accounts.js'
 import { buildTestApp, suiteTestApp } from '../helpers/build-app.js'
 import { eventually } from '../helpers/eventually.js'
-import { csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
+import { DEFAULT_HASH_COST_ENV, TEST_HASH_COST_ENV } from '../helpers/password-cost.js'
+import { accountWithTestPassword, csrfTokenOf, DEFAULT_KEY_FIELDS, messageOf, PortalClient, TEST_PASSWORD } from '../helpers/portal-client.js'
 import { CLI_PATH, runCli } from '../helpers/spawn-cli.js'
 import { apiStatus, secondInstance, withoutEmail } from '../helpers/portal-app.js'
 
@@ -35,7 +36,7 @@ describe('developer portal: sign-up and log-in', () => {
     csrfTokenOf(page.body)
   })
 
-  test('sign-up creates an account with an scrypt hash, logs it in and shows its (empty) keys page', async (t) => {
+  test('sign-up creates an account with an scrypt hash at PASSWORD_HASH_COST, logs it in and shows its (empty) keys page', async (t) => {
     const { app, store } = testApp()
     const browser = new PortalClient(app)
     const signedUp = await browser.signUp(' New.User@Example.com ', PASSWORD)
@@ -43,7 +44,7 @@ describe('developer portal: sign-up and log-in', () => {
     assert.equal(signedUp.headers.location, '/portal/keys')
     const credentials = await store.accounts.findCredentials('new.user@example.com')
     assert.ok(credentials, 'the account exists under the normalised email')
-    assert.match(credentials.passwordHash ?? '', /^\$scrypt\$ln=17,r=8,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/)
+    assert.match(credentials.passwordHash ?? '', new RegExp(`^\\$scrypt\\$ln=${TEST_HASH_COST_ENV.PASSWORD_HASH_COST},r=8,p=1\\$[A-Za-z0-9+/]{22}\\$[A-Za-z0-9+/]{43}$`))
     assert.equal(credentials.passwordHash?.includes(PASSWORD), false)
     const keys = await browser.get('/portal/keys')
     assert.equal(keys.statusCode, 200, keys.body)
@@ -150,7 +151,8 @@ describe('developer portal: sign-up and log-in', () => {
   })
 
   test('wrong password, unknown email and an account without a password get the same 401 page, in similar time', async (t) => {
-    const { app, store } = testApp()
+    // At the default cost: at the tests' own, a hash takes about as long as the rest of a log-in, and the times would tell nothing.
+    const { app, store } = await buildTestApp(t, DEFAULT_HASH_COST_ENV)
     await new PortalClient(app).signedUpAs(store, 'amy@example.com')
     await createAccount(store, { email: 'no-password@example.com' })
     const attempt = async (email: string, password: string): Promise<{ status: number, body: string, ms: number }> => {
@@ -172,6 +174,21 @@ describe('developer portal: sign-up and log-in', () => {
     const fastest = (answers: Array<{ ms: number }>): number => Math.min(...answers.map((answer) => answer.ms))
     assert.ok(fastest(unknown) > fastest(wrong) / 3, `unknown email ${fastest(unknown)} ms vs wrong password ${fastest(wrong)} ms`)
     assert.ok(passwordless.ms > fastest(wrong) / 3, `account without password ${passwordless.ms} ms vs wrong password ${fastest(wrong)} ms`)
+  })
+
+  test('a log-in remakes a password hash made at another cost at PASSWORD_HASH_COST; the password still logs in', async (t) => {
+    const { app, store } = await buildTestApp(t, { PASSWORD_HASH_COST: '13' })
+    const accountId = await accountWithTestPassword(store, 'raised@example.com', 12)
+    const before = (await store.accounts.findCredentials('raised@example.com'))?.passwordHash ?? ''
+    assert.match(before, /^\$scrypt\$ln=12,r=8,p=1\$/)
+    assert.equal((await new PortalClient(app).logIn('raised@example.com', 'not the password')).statusCode, 401)
+    assert.equal((await store.accounts.findCredentials('raised@example.com'))?.passwordHash, before, 'a wrong password remakes nothing')
+    assert.equal((await new PortalClient(app).logIn('raised@example.com', PASSWORD)).statusCode, 303)
+    const after = await store.accounts.findCredentials('raised@example.com')
+    assert.equal(after?.accountId, accountId)
+    assert.match(after?.passwordHash ?? '', /^\$scrypt\$ln=13,r=8,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/)
+    assert.equal((await new PortalClient(app).logIn('raised@example.com', PASSWORD)).statusCode, 303, 'the remade hash checks the same password')
+    assert.equal((await store.accounts.findCredentials('raised@example.com'))?.passwordHash, after?.passwordHash, 'a hash at the configured cost is kept')
   })
 
   test('log-out ends the session on the server: the old cookie opens nothing and its forms do nothing', async (t) => {
@@ -288,7 +305,7 @@ describe('developer portal: CSRF', () => {
 describe('developer portal: accounts made by the CLI', () => {
   test('cannot log in until an operator sets a password with accounts set-password (read from stdin), which also ends their sessions', { timeout: 60_000 }, async (t) => {
     const { app, store, databaseUrl } = testApp()
-    const env = { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl }
+    const env = { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl, ...TEST_HASH_COST_ENV }
     assert.equal((await runCli(['accounts', 'create', '--email', 'ops@example.com'], env)).code, 0)
     assert.equal((await new PortalClient(app).logIn('ops@example.com', PASSWORD)).statusCode, 401)
 
@@ -318,6 +335,6 @@ describe('developer portal: accounts made by the CLI', () => {
     assert.equal(reset.code, 0, reset.stderr)
     assert.match(reset.stdout, /ended 1 portal session/)
     assert.equal((await browser.get('/portal/keys')).statusCode, 303, 'the session ended with the password change')
-    assert.equal((await store.accounts.findCredentials('ops@example.com'))?.passwordHash?.startsWith('$scrypt$'), true)
+    assert.equal((await store.accounts.findCredentials('ops@example.com'))?.passwordHash?.startsWith(`$scrypt$ln=${TEST_HASH_COST_ENV.PASSWORD_HASH_COST},`), true, 'hashed at PASSWORD_HASH_COST')
   })
 })

@@ -122,7 +122,8 @@ test('with an OTLP endpoint, each request is a server span with its database, ke
   await refused.arrayBuffer()
   assert.deepEqual(await signUpAndLogIn(baseUrl, 'traced@example.com', PASSWORD), [200, 303])
   // The verification message is written after the sign-up's answer: delivered before the server stops.
-  await eventually(() => { assert.ok(sink.to('traced@example.com').some((mail) => /^Verify your email address/.test(mail.subject))) }, { timeout: 10_000 })
+  // Each assertion here names what it waits for: without a message, assert.ok parses the test's source to write one, seconds of CPU at every try.
+  await eventually(() => { assert.ok(sink.to('traced@example.com').some((mail) => /^Verify your email address/.test(mail.subject)), 'the verification message reached the sink') }, { timeout: 10_000 })
 
   // The outbox delivers the verification message on its own time: its span exists once the sink has it.
   await eventually(() => { assert.equal(sink.to('traced@example.com').length, 1) }, { timeout: 10_000 })
@@ -130,7 +131,7 @@ test('with an OTLP endpoint, each request is a server span with its database, ke
   server.child.kill('SIGTERM')
   assert.equal((await server.exited).code, 0)
   const { spans } = receiver
-  await eventually(() => { assert.ok(spans.some((span) => span.name === 'POST /portal/login')) }, { timeout: 5000 })
+  await eventually(() => { assert.ok(spans.some((span) => span.name === 'POST /portal/login'), 'the log-in\'s span was exported') }, { timeout: 5000 })
 
   const servers = spans.filter((span) => span.kind === 2)
   const named = (name: string): ExportedSpan[] => servers.filter((span) => span.name === name)

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { scryptParamsAt } from '../../core/passwords.js'
 import { createAccount, resetTwoStep, setAccountPassword, verifyAccountEmail } from '../../services/accounts.js'
 import { mailLinksOf } from '../../services/mail-messages.js'
 import { CliError, type Command } from '../context.js'
@@ -28,7 +29,7 @@ export const accountsSetPassword: Command = {
     const email = values.email
     const password = await context.readSecret('New password (at least 12 characters): ')
     if (password === '') throw new CliError('no password was given on standard input')
-    const { account, endedSessions } = await withStore(context, (store, config) => setAccountPassword(store, { email, password }, { actor: 'cli', links: mailLinksOf(config) }))
+    const { account, endedSessions } = await withStore(context, (store, config) => setAccountPassword(store, { email, password, params: scryptParamsAt(config.passwordHashCost) }, { actor: 'cli', links: mailLinksOf(config) }))
     context.stdout(`Set the portal password of ${account.email}${endedSessions > 0 ? `; ended ${endedSessions} portal session${endedSessions === 1 ? '' : 's'}` : ''}.`)
     context.stdout('They can log in at /portal/login.')
     return 0
