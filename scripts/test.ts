@@ -35,17 +35,16 @@ const SLOWEST_SHOWN = 12
  */
 const SLOWEST_FIRST = [
   'test/http/portal.test.ts',
-  'test/http/portal-throttling.test.ts',
-  'test/http/portal-pages.test.ts',
   'test/cli/key-lifecycle.test.ts',
   'test/replication/replica-reads.test.ts',
+  'test/http/portal-throttling.test.ts',
+  'test/http/portal-pages.test.ts',
   'test/replication/failover.test.ts',
-  'test/http/portal-keys.test.ts',
-  'test/process/crash-durability.test.ts',
-  'test/cli/cli.test.ts',
+  'test/http/tracing.test.ts',
   'test/e2e/portal.e2e.test.ts',
-  'test/e2e/reference.e2e.test.ts',
-  'test/http/fuzz-portal.test.ts'
+  'test/process/log-destination.test.ts',
+  'test/http/portal-flood.test.ts',
+  'test/process/crash-durability.test.ts'
 ]
 
 /** The *.test.ts files under a folder of the project, relative to the root, sorted. */
