@@ -11,7 +11,8 @@
  * As current:NAME=value a setting applies to the current build only; with the ref `current` both sides run the
  * current build, and what a setting costs is `current current:NAME=value`. The value `otlp-sink` is the URL of
  * an OTLP/HTTP receiver the tool runs, which accepts and drops what it is sent (tracing's cost). Writes
- * bench/results/<date>-compare-<ref>.md. Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s),
+ * bench/results/<date>-compare-<ref>.md; each round's CPU time per request of each side is printed as it goes.
+ * Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s), BENCH_COMPARE_WORKLOADS (list,get,create: the workloads sent),
  * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
  */
 import { execFileSync } from 'node:child_process'
@@ -47,6 +48,7 @@ async function main (): Promise<void> {
     const ratio = (value: number): string => `${(1 + value).toFixed(2)}×`
     const cell = (values: number[]): string => values.length === 0 ? 'none' : values.map(ratio).join(', ')
     const rows = [...(Object.keys(STEP_COST_PATHS) as StepCostWorkload[]).map((workload) => ({ workload, name: `GET ${STEP_COST_PATHS[workload]}`, byRate: cost[workload] })), { workload: 'create' as const, name: `POST ${CREATE_PATH} (durable, 64 connections)`, byRate: undefined }]
+      .filter(({ workload }) => cost.byCpu[workload].rounds.length > 0)
       .map(({ workload, name, byRate }) => {
         const byCpu = cost.byCpu[workload]
         const shares = byCpu.shares.map(percent).join(', ')

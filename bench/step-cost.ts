@@ -19,6 +19,8 @@ import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 
 const run = promisify(execFile)
 const ROUNDS = Number(process.env.BENCH_STEP_ROUNDS ?? 8)
+/** The workloads a side-by-side measurement sends (BENCH_COMPARE_WORKLOADS, e.g. `list,get`); all of them by default. */
+const CHOSEN_WORKLOADS = process.env.BENCH_COMPARE_WORKLOADS?.split(',')
 export const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
 /**
  * Node's flags for every process measured: as `npm start` and the image run the service, unless
@@ -90,6 +92,9 @@ async function sideBySideRun (measured: Started, baseline: Started, path: string
   const [onMeasured, onBaseline] = await both(DURATION)
   const wallUs = (performance.now() - wallBefore) * 1000
   const cpu = [measured, baseline].map((server, index) => preciseCpuUs(server.pid) - (cpuBefore[index] ?? 0))
+  // Each side's own figure, to tell what a ratio is made of (a fixed cost per request or one per traced span …).
+  const perRequest = (index: number, requests = NaN): string => `${((cpu[index] ?? NaN) / requests).toFixed(1)} µs`
+  console.error(`  ${path}: CPU per request ${perRequest(0, onMeasured?.requests)} (first side), ${perRequest(1, onBaseline?.requests)} (current)`)
   return {
     byRate: (onBaseline?.rps ?? NaN) / (onMeasured?.rps ?? NaN) - 1,
     byCpu: ((cpu[0] ?? NaN) / (onMeasured?.requests ?? NaN)) / ((cpu[1] ?? NaN) / (onBaseline?.requests ?? NaN)) - 1,
@@ -135,6 +140,7 @@ export async function sideBySideCost (options: { measured: Side, baseline: Side,
       for (const server of started) await timeToFirstAnswer(server, STEP_COST_PATHS.list, options.key)
       const workloads: Array<[StepCostWorkload | 'create', string]> = [...Object.entries(STEP_COST_PATHS) as Array<[StepCostWorkload, string]>, ...(options.creates === true ? [['create', CREATE_PATH] as ['create', string]] : [])]
       for (const [workload, path] of workloads) {
+        if (CHOSEN_WORKLOADS !== undefined && !CHOSEN_WORKLOADS.includes(workload)) continue
         const run = await sideBySideRun(measured, baseline, path, options.key, workload === 'create')
         byCpu[workload].rounds.push(run.byCpu)
         byCpu[workload].shares.push(run.share)
