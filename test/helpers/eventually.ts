@@ -14,6 +14,9 @@ export interface EventuallyOptions {
  *
  * After `timeout` ms it throws the last error, its message prefixed with the elapsed time; the
  * original error is its cause.
+ *
+ * Give every `assert.ok` in `fn` a message: without one, Node reads and parses the calling file's
+ * source to write it, which costs CPU-seconds at every failed try and can starve what is awaited.
  */
 export async function eventually<T> (fn: () => T | Promise<T>, { timeout, interval = 20 }: EventuallyOptions): Promise<T> {
   const started = performance.now()

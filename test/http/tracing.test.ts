@@ -122,7 +122,6 @@ test('with an OTLP endpoint, each request is a server span with its database, ke
   await refused.arrayBuffer()
   assert.deepEqual(await signUpAndLogIn(baseUrl, 'traced@example.com', PASSWORD), [200, 303])
   // The verification message is written after the sign-up's answer: delivered before the server stops.
-  // Each assertion here names what it waits for: without a message, assert.ok parses the test's source to write one, seconds of CPU at every try.
   await eventually(() => { assert.ok(sink.to('traced@example.com').some((mail) => /^Verify your email address/.test(mail.subject)), 'the verification message reached the sink') }, { timeout: 10_000 })
 
   // The outbox delivers the verification message on its own time: its span exists once the sink has it.
