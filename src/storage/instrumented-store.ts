@@ -18,13 +18,14 @@ function timed<R extends object> (name: string, table: string, system: string, r
   for (const [method, fn] of Object.entries(repository)) {
     if (typeof fn !== 'function') continue
     const operation = `${name}.${method}`
+    const spanName = `${method} ${table}`
     const attributes = { [ATTR_DB_SYSTEM_NAME]: system, [ATTR_DB_COLLECTION_NAME]: table, [ATTR_DB_OPERATION_NAME]: method }
     const call = fn as (...a: unknown[]) => Promise<unknown>
     // The caller gets the method's own promise: timing it costs one reaction, not a promise and an await of its own.
     wrapped[method] = (...args: unknown[]) => {
       const started = performance.now()
       const finished = (): void => { observe(operation, (performance.now() - started) / 1000) }
-      const span = childSpan(`${method} ${table}`, attributes, SpanKind.CLIENT)
+      const span = childSpan(spanName, attributes, SpanKind.CLIENT)
       const result = span === undefined
         ? call.apply(repository, args)
         : context.with(trace.setSpan(context.active(), span), () => call.apply(repository, args))
