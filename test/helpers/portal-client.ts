@@ -7,16 +7,13 @@ import { SESSION_COOKIE } from '../../src/portal/session.js'
 import type { Store } from '../../src/storage/store.js'
 import { configOfTestApp, storeOfTestApp } from './build-app.js'
 import { eventually } from './eventually.js'
-import { TEST_HASH_COST_ENV } from './password-cost.js'
+import { TEST_HASH_COST } from './password-cost.js'
 
 /** The password of the accounts signedUpAs makes. */
 export const TEST_PASSWORD = 'correct horse battery staple'
 
 /** TEST_PASSWORD's scrypt hash at each cost, worked out once per process: at the default, a hash costs a large fraction of a second of CPU. */
 const testPasswordHashes = new Map<number, Promise<string>>()
-
-/** PASSWORD_HASH_COST of the tests' apps and servers, unless a test sets another. */
-const TEST_HASH_COST = Number(TEST_HASH_COST_ENV.PASSWORD_HASH_COST)
 
 /**
  * An account of the email with TEST_PASSWORD, as sign-up leaves it once its email is verified, without
