@@ -21,9 +21,10 @@ let tracer: Tracer | undefined
 
 /**
  * How a trace the service starts or continues is decided while tracing is on (sampledSpan): the
- * sampler OTEL_TRACES_SAMPLER names, and where a new trace's id comes from.
+ * sampler OTEL_TRACES_SAMPLER names, for a caller's trace, and the bound its root sampler keeps a
+ * new trace's id under (rootBound), for a new one.
  */
-let roots: { sampler: Sampler, newTraceId: () => string } | undefined
+let roots: { sampler: Sampler, rootBound: number } | undefined
 
 /** The trace id a kept new trace was decided on, for the tracer's id generator to give its root span while sampledSpan makes it. */
 let decidedTraceId: string | undefined
@@ -75,7 +76,7 @@ export async function startTracing (config: Readonly<Config>): Promise<Tracing |
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))]
   })
   provider.register()
-  roots = { sampler: await samplerOf(config), newTraceId: () => random.generateTraceId() }
+  roots = { sampler: await samplerOf(config), rootBound: rootBound(config) }
   tracer = provider.getTracer(SCOPE)
   return {
     url,
@@ -108,19 +109,65 @@ async function samplerOf (config: Readonly<Config>): Promise<Sampler> {
 }
 
 /**
+ * What the root sampler OTEL_TRACES_SAMPLER names keeps of new traces, as a bound on their ids'
+ * words XORed together: TraceIdRatioBasedSampler's own bound for a ratio (every id below it is
+ * kept), past every value for always_on and parentbased_always_on, 0 for always_off.
+ */
+export function rootBound (config: Readonly<Pick<Config, 'otelTracesSampler' | 'otelTracesSamplerArg'>>): number {
+  switch (config.otelTracesSampler) {
+    case 'always_off':
+    case 'parentbased_always_off': return 0
+    case 'traceidratio':
+    case 'parentbased_traceidratio': {
+      const ratio = Math.min(Math.max(config.otelTracesSamplerArg ?? 1, 0), 1)
+      return ratio === 1 ? 2 ** 32 : Math.floor(ratio * 0xffffffff)
+    }
+    case 'always_on':
+    case 'parentbased_always_on': return 2 ** 32
+  }
+}
+
+/** The four 32-bit words of the new trace being decided. */
+const words = new Uint32Array(4)
+
+/**
+ * A new trace's id when its root sampler keeps it, undefined otherwise. The id's words are drawn
+ * as the SDK's RandomIdGenerator draws them, and tested as TraceIdRatioBasedSampler tests the id
+ * they spell (its 8-digit parts XORed, below the bound), so the decision is the sampler's own; a
+ * left-out trace, 9 in 10 at a ratio of 0.1, then costs four random numbers: no id string, no
+ * sampler call (docs/performance.md, speed code). An all-zero id, which no span may have, is left out.
+ */
+export function newTraceId (bound: number): string | undefined {
+  let mixed = 0
+  for (let index = 0; index < 4; index++) {
+    const word = (Math.random() * 2 ** 32) >>> 0
+    words[index] = word
+    mixed = (mixed ^ word) >>> 0
+  }
+  if (mixed >= bound || (words[0] === 0 && words[1] === 0 && words[2] === 0 && words[3] === 0)) return undefined
+  let id = ''
+  for (const word of words) id += word.toString(16).padStart(8, '0')
+  return id
+}
+
+/**
  * The span of a request or of background work, made only when the configured sampler keeps its
- * trace; undefined when it leaves it out, which then costs a trace id and the sampler's answer: no
- * span, no attributes (asked of `attributes` only for a kept span), no context. `parent` is the
- * caller's context (an incoming traceparent) or ROOT_CONTEXT. A new trace is decided on the id its
- * span then gets, so a ratio sampler keeps the ids it says it keeps, and each trace is asked once.
+ * trace; undefined when it leaves it out, which then costs the decision alone: no span, no
+ * attributes (asked of `attributes` only for a kept span), no context. `parent` is the caller's
+ * context (an incoming traceparent) or ROOT_CONTEXT. A caller's trace is asked of the configured
+ * sampler; a new one is decided on the id its span then gets (newTraceId), so a ratio sampler keeps
+ * the ids it says it keeps, and each trace is decided once.
  */
 export function sampledSpan (name: string, kind: SpanKind, parent: Context, attributes: () => Attributes): Span | undefined {
   if (tracer === undefined || roots === undefined) return undefined
   const caller = trace.getSpanContext(parent)
-  const continued = caller !== undefined && isSpanContextValid(caller)
-  const traceId = continued ? caller.traceId : roots.newTraceId()
-  if (roots.sampler.shouldSample(parent, traceId, name, kind, NO_ATTRIBUTES, NO_LINKS).decision !== SamplingDecision.RECORD_AND_SAMPLED) return undefined
-  if (!continued) decidedTraceId = traceId
+  if (caller !== undefined && isSpanContextValid(caller)) {
+    if (roots.sampler.shouldSample(parent, caller.traceId, name, kind, NO_ATTRIBUTES, NO_LINKS).decision !== SamplingDecision.RECORD_AND_SAMPLED) return undefined
+    return tracer.startSpan(name, { kind, attributes: attributes() }, parent)
+  }
+  const traceId = newTraceId(roots.rootBound)
+  if (traceId === undefined) return undefined
+  decidedTraceId = traceId
   try {
     return tracer.startSpan(name, { kind, attributes: attributes() }, parent)
   } finally {
