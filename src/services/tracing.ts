@@ -20,9 +20,8 @@ const NO_LINKS = Object.freeze([]) as []
 let tracer: Tracer | undefined
 
 /**
- * How a trace the service starts or continues is decided while tracing is on (sampledSpan): the
- * sampler OTEL_TRACES_SAMPLER names, for a caller's trace, and the bound its root sampler keeps a
- * new trace's id under (rootBound), for a new one.
+ * How a trace the service starts or continues is decided while tracing is on (sampledSpan,
+ * decisionsOf).
  */
 let roots: { sampler: Sampler, rootBound: number } | undefined
 
@@ -76,7 +75,7 @@ export async function startTracing (config: Readonly<Config>): Promise<Tracing |
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))]
   })
   provider.register()
-  roots = { sampler: await samplerOf(config), rootBound: rootBound(config) }
+  roots = await decisionsOf(config)
   tracer = provider.getTracer(SCOPE)
   return {
     url,
@@ -94,36 +93,26 @@ export async function startTracing (config: Readonly<Config>): Promise<Tracing |
   }
 }
 
-/** The sampler OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG name, as the SDK's environment reader would build it. */
-async function samplerOf (config: Readonly<Config>): Promise<Sampler> {
-  const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } = await import('@opentelemetry/sdk-trace-base')
-  const ratio = new TraceIdRatioBasedSampler(config.otelTracesSamplerArg ?? 1)
-  switch (config.otelTracesSampler) {
-    case 'always_on': return new AlwaysOnSampler()
-    case 'always_off': return new AlwaysOffSampler()
-    case 'traceidratio': return ratio
-    case 'parentbased_always_off': return new ParentBasedSampler({ root: new AlwaysOffSampler() })
-    case 'parentbased_traceidratio': return new ParentBasedSampler({ root: ratio })
-    default: return new ParentBasedSampler({ root: new AlwaysOnSampler() })
-  }
-}
+/** Past every value of a new trace's words XORed: its root sampler keeps every new trace. */
+const EVERY_TRACE = 2 ** 32
 
 /**
- * What the root sampler OTEL_TRACES_SAMPLER names keeps of new traces, as a bound on their ids'
- * words XORed together: TraceIdRatioBasedSampler's own bound for a ratio (every id below it is
- * kept), past every value for always_on and parentbased_always_on, 0 for always_off.
+ * How OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG decide a trace: the sampler they name, as the
+ * SDK's environment reader would build it, for a caller's trace; and for a new one, what its root
+ * sampler keeps, as a bound on the id's words XORed (newTraceId): TraceIdRatioBasedSampler's own
+ * bound for a ratio, every trace for always_on, none for always_off.
  */
-export function rootBound (config: Readonly<Pick<Config, 'otelTracesSampler' | 'otelTracesSamplerArg'>>): number {
+export async function decisionsOf (config: Readonly<Pick<Config, 'otelTracesSampler' | 'otelTracesSamplerArg'>>): Promise<{ sampler: Sampler, rootBound: number }> {
+  const { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler } = await import('@opentelemetry/sdk-trace-base')
+  const fraction = Math.min(Math.max(config.otelTracesSamplerArg ?? 1, 0), 1)
+  const ratio = { sampler: new TraceIdRatioBasedSampler(fraction), rootBound: fraction === 1 ? EVERY_TRACE : Math.floor(fraction * 0xffffffff) }
   switch (config.otelTracesSampler) {
-    case 'always_off':
-    case 'parentbased_always_off': return 0
-    case 'traceidratio':
-    case 'parentbased_traceidratio': {
-      const ratio = Math.min(Math.max(config.otelTracesSamplerArg ?? 1, 0), 1)
-      return ratio === 1 ? 2 ** 32 : Math.floor(ratio * 0xffffffff)
-    }
-    case 'always_on':
-    case 'parentbased_always_on': return 2 ** 32
+    case 'always_on': return { sampler: new AlwaysOnSampler(), rootBound: EVERY_TRACE }
+    case 'always_off': return { sampler: new AlwaysOffSampler(), rootBound: 0 }
+    case 'traceidratio': return ratio
+    case 'parentbased_always_on': return { sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }), rootBound: EVERY_TRACE }
+    case 'parentbased_always_off': return { sampler: new ParentBasedSampler({ root: new AlwaysOffSampler() }), rootBound: 0 }
+    case 'parentbased_traceidratio': return { sampler: new ParentBasedSampler({ root: ratio.sampler }), rootBound: ratio.rootBound }
   }
 }
 
