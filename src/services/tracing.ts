@@ -152,11 +152,10 @@ export function sampledSpan (name: string, kind: SpanKind, parent: Context, attr
   const caller = trace.getSpanContext(parent)
   if (caller !== undefined && isSpanContextValid(caller)) {
     if (roots.sampler.shouldSample(parent, caller.traceId, name, kind, NO_ATTRIBUTES, NO_LINKS).decision !== SamplingDecision.RECORD_AND_SAMPLED) return undefined
-    return tracer.startSpan(name, { kind, attributes: attributes() }, parent)
+  } else {
+    decidedTraceId = newTraceId(roots.rootBound)
+    if (decidedTraceId === undefined) return undefined
   }
-  const traceId = newTraceId(roots.rootBound)
-  if (traceId === undefined) return undefined
-  decidedTraceId = traceId
   try {
     return tracer.startSpan(name, { kind, attributes: attributes() }, parent)
   } finally {
