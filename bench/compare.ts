@@ -12,7 +12,7 @@
  * current build, and what a setting costs is `current current:NAME=value`. The value `otlp-sink` is the URL of
  * an OTLP/HTTP receiver the tool runs, which accepts and drops what it is sent (tracing's cost). Writes
  * bench/results/<date>-compare-<ref>.md; each round's CPU time per request of each side is printed as it goes.
- * Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s), BENCH_COMPARE_WORKLOADS (list,get,create: the workloads sent),
+ * Environment: BENCH_COMPARE_ROUNDS (8), BENCH_STEP_DURATION (4s), BENCH_WARM_UP (1s, before each workload), BENCH_COMPARE_WORKLOADS (list,get,create: the workloads sent),
  * BENCH_NODE_FLAGS (Node's flags of both sides: `--max-semi-space-size=4`, as `npm start` runs the service).
  */
 import { execFileSync } from 'node:child_process'
@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { seededSqlite } from './datasets.js'
-import { CREATE_PATH, describeNodeFlags, DURATION, sideBySideCost, STEP_COST_PATHS, type StepCostWorkload } from './step-cost.js'
+import { CREATE_PATH, describeNodeFlags, DURATION, sideBySideCost, STEP_COST_PATHS, WARM_UP, type StepCostWorkload } from './step-cost.js'
 import { percent } from './measure.js'
 import { buildAt, settingsOf } from './builds.js'
 import { machine, otlpSink, root } from './support.js'
@@ -58,7 +58,7 @@ async function main (): Promise<void> {
       `# A cached read and a create: ${commit} against the current build`,
       '',
       `Date: ${date}. Machine: ${machine()}, Node.js ${process.version}. Command: \`${process.env.BENCH_NODE_FLAGS === undefined ? '' : `BENCH_NODE_FLAGS='${process.env.BENCH_NODE_FLAGS}' `}npm run bench:compare -- ${[ref, ...settings].join(' ')}\`: the build of ${commit} and the`,
-      `current build (${head}) serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION}) on core 1;`,
+      `current build (${head}) serve the same 10,000 animals at the same time, both pinned to core 0, each loaded by its own wrk (-t1 -c20, ${DURATION} after ${WARM_UP} of warm-up) on core 1;`,
       `${ROUNDS} rounds, each with a fresh pair of processes. Settings of both: ${Object.keys(env).length === 0 ? 'none beyond the bare ones (LOG_LEVEL=warn)' : Object.entries(env).map(([name, value]) => `${name}=${value}`).join(', ')}${Object.keys(currentEnv).length === Object.keys(env).length ? '' : `; of the current build only: ${Object.entries(currentEnv).filter(([name]) => env[name] === undefined).map(([name, value]) => `${name}=${value}`).join(', ')}`}; Node's flags: ${describeNodeFlags()}.`,
       `A figure is the CPU time a request costs ${commit} over what it costs the current build: the ratio of each process's own CPU time per request, the median over`,
       'the rounds and then each round, beside the share of core 0 the two servers used together. The last column is the inverse ratio of the two rates, counted only in rounds where',

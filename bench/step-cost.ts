@@ -5,7 +5,7 @@
  * the ratio of their rates is the inverse ratio of what a request costs each. `npm run bench` runs it
  * for the key lifecycle's steps; `npm run bench:steps` runs it alone and writes
  * bench/results/<date>-step-cost.md. bench/protection-cost.ts measures the same way what each protection
- * an operator turns on costs. Environment: BENCH_STEP_ROUNDS (8), BENCH_STEP_DURATION (4s).
+ * an operator turns on costs. Environment: BENCH_STEP_ROUNDS (8), BENCH_STEP_DURATION (4s), BENCH_WARM_UP (1s).
  */
 import { execFile } from 'node:child_process'
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -22,6 +22,12 @@ const ROUNDS = Number(process.env.BENCH_STEP_ROUNDS ?? 8)
 /** The workloads a side-by-side measurement sends (BENCH_COMPARE_WORKLOADS, e.g. `list,get`); all of them by default. */
 const CHOSEN_WORKLOADS = process.env.BENCH_COMPARE_WORKLOADS?.split(',')
 export const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
+/**
+ * How long both sides are loaded before each workload is measured. A second is enough for code the
+ * two builds share; code only one side runs now and then (a sampled span's, its exporter's) is still
+ * warming up after it, and a longer warm-up measures that side as a long-running server runs it.
+ */
+export const WARM_UP = process.env.BENCH_WARM_UP ?? '1s'
 /**
  * Node's flags for every process measured: as `npm start` and the image run the service, unless
  * BENCH_NODE_FLAGS says otherwise (empty: as the binary runs when started by itself).
@@ -79,14 +85,14 @@ function preciseCpuUs (pid: number): number {
 }
 
 /**
- * One measured run of a workload on both servers at once, after a second of warm-up: the ratio of
+ * One measured run of a workload on both servers at once, after WARM_UP of warm-up: the ratio of
  * their rates, the ratio of their CPU time per request (both as the measured side's extra cost)
  * and the share of core 0 the two used together.
  */
 async function sideBySideRun (measured: Started, baseline: Started, path: string, key: string, create: boolean): Promise<{ byRate: number, byCpu: number, share: number }> {
   const both = async (duration: string): Promise<Array<{ rps: number, requests: number }>> =>
     await Promise.all([measured, baseline].map(async (server) => await wrkOn(`${server.baseUrl}${path}`, key, duration, create)))
-  await both('1s')
+  await both(WARM_UP)
   const cpuBefore = [measured, baseline].map((server) => preciseCpuUs(server.pid))
   const wallBefore = performance.now()
   const [onMeasured, onBaseline] = await both(DURATION)
