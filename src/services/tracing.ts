@@ -116,8 +116,11 @@ export async function decisionsOf (config: Readonly<Pick<Config, 'otelTracesSamp
   }
 }
 
-/** The four 32-bit words of the new trace being decided. */
-const words = new Uint32Array(4)
+/**
+ * The 16 bytes of the new trace's id being decided, which Node writes out in hex: a word above 2^31
+ * is a double to V8, and a double's `toString(16)` takes a slow path.
+ */
+const idBytes = Buffer.alloc(16)
 
 /**
  * A new trace's id when its root sampler keeps it, undefined otherwise. The id's words are drawn
@@ -128,15 +131,15 @@ const words = new Uint32Array(4)
  */
 export function newTraceId (bound: number): string | undefined {
   let mixed = 0
+  let any = 0
   for (let index = 0; index < 4; index++) {
     const word = (Math.random() * 2 ** 32) >>> 0
-    words[index] = word
+    idBytes.writeUInt32BE(word, index * 4)
     mixed = (mixed ^ word) >>> 0
+    any |= word
   }
-  if (mixed >= bound || (words[0] === 0 && words[1] === 0 && words[2] === 0 && words[3] === 0)) return undefined
-  let id = ''
-  for (const word of words) id += word.toString(16).padStart(8, '0')
-  return id
+  if (mixed >= bound || any === 0) return undefined
+  return idBytes.toString('hex')
 }
 
 /**
