@@ -19,7 +19,7 @@ import { copyPostgresDatabase, dropPostgresDatabase, seededPostgres, seededSqlit
 import { askForEveryId, median, percent, startContender, stopContender, timeToFirstAnswer, wrkWhileSampling, type Measurement, type Started } from './measure.js'
 import { AS_SHIPPED, CEILING, CEILING_SYNCED, CEILING_SYNCED_EACH, CEILING_WRITTEN, PRODUCTION, PRODUCTION_ENV, writeReport } from './report.js'
 import { redisAvailable } from './redis.js'
-import { stepCost, type StepCost } from './step-cost.js'
+import { stepCost, WARM_UP, type StepCost } from './step-cost.js'
 import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
 
 /**
@@ -28,8 +28,6 @@ import { KEY_LIFECYCLE_STEPS, serviceWithoutSteps } from './without-steps.js'
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const DURATION = process.env.BENCH_DURATION ?? '2s'
-/** Unrecorded load before each measured run, so every contender is measured warm (JIT-compiled, caches filled). */
-const WARM_UP = process.env.BENCH_WARM_UP ?? '1s'
 const SMALL = Number(process.env.BENCH_SMALL ?? 10_000)
 const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn'

@@ -23,9 +23,10 @@ const ROUNDS = Number(process.env.BENCH_STEP_ROUNDS ?? 8)
 const CHOSEN_WORKLOADS = process.env.BENCH_COMPARE_WORKLOADS?.split(',')
 export const DURATION = process.env.BENCH_STEP_DURATION ?? '4s'
 /**
- * How long both sides are loaded before each workload is measured. A second is enough for code the
- * two builds share; code only one side runs now and then (a sampled span's, its exporter's) is still
- * warming up after it, and a longer warm-up measures that side as a long-running server runs it.
+ * Unrecorded load before each measured run (here and in `npm run bench`), so every contender is
+ * measured warm: JIT-compiled, caches filled. A second is enough for code two builds share; code only
+ * one side runs now and then (a sampled span's, its exporter's) is still being compiled after it,
+ * and a longer warm-up measures that side as a long-running server runs it.
  */
 export const WARM_UP = process.env.BENCH_WARM_UP ?? '1s'
 /**
